@@ -1,0 +1,139 @@
+// The transfer engine: moves bytes between registered memory of this process and of other
+// processes (same host or remote), one-sided: the target's application code is not involved.
+//
+// Model (as Mooncake's): every engine owns one *segment*, named "host:port", made of the buffers
+// it registered. An initiator opens a peer's segment by name, then submits batches of READ/WRITE
+// requests (local address, target segment, target address, length) and polls per-request status.
+// Target addresses are virtual addresses in the target process, as the target registered them.
+//
+// Transports are chosen per request: local memcpy (target is this engine), shared memory (target
+// on this host and the target buffer is shm-backed), otherwise TCP. A request whose shm path is
+// unusable falls back to TCP. The target checks every remote access against its registered
+// buffers and refuses anything outside them.
+//
+// Thread safety: every method may be called from any thread concurrently.
+// Buffer contract: memory named in a submitted request must stay valid until that request's status
+// is final (COMPLETED, FAILED or TIMEOUT); after that the engine no longer touches it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace yuebing::transport {
+
+using SegmentHandle = int64_t;
+using BatchId = uint64_t;
+
+// Handle of this engine's own segment, valid for local transfers without OpenSegment.
+inline constexpr SegmentHandle kLocalSegmentHandle = 0;
+
+enum class OpCode : uint8_t { kRead = 0, kWrite = 1 };
+
+struct TransferRequest {
+  OpCode opcode = OpCode::kWrite;
+  void* source = nullptr;        // local buffer: the data source of a WRITE, destination of a READ
+  SegmentHandle target_id = -1;  // from OpenSegment, or kLocalSegmentHandle
+  uint64_t target_offset = 0;    // virtual address in the target process
+  uint64_t length = 0;
+};
+
+enum class TransferState : uint8_t { kWaiting, kPending, kCompleted, kFailed, kTimeout };
+const char* TransferStateName(TransferState state);
+
+struct TransferStatus {
+  TransferState state = TransferState::kWaiting;
+  uint64_t transferred_bytes = 0;
+  std::string reason;  // empty unless FAILED/TIMEOUT
+};
+
+struct TransferEngineOptions {
+  // "P2PHANDSHAKE", "http://host:port/metadata" or "etcd://host:port[,host:port...]".
+  std::string metadata_conn = "P2PHANDSHAKE";
+  // "host" or "host:port". Without a port one is picked; the segment name is then "host:<port>".
+  std::string local_server_name = "127.0.0.1";
+  // Address the TCP listener binds; defaults to the host part of local_server_name.
+  std::string bind_address;
+  // Transports this engine may use: "tcp" (default), "shm" is implied on the same host unless
+  // enable_shm is false. "rdma" is accepted later (issue 7) and falls back to tcp without devices.
+  std::string protocol = "tcp";
+  bool enable_shm = true;
+  // Deadline of each request, counted from its submission.
+  std::chrono::milliseconds request_timeout{30000};
+  // Deadline of connecting to a peer and of one metadata operation.
+  std::chrono::milliseconds connect_timeout{3000};
+  // TCP tuning.
+  uint32_t tcp_connections_per_peer = 2;
+  uint64_t tcp_slice_bytes = 1ull << 20;
+  uint64_t tcp_max_inflight_bytes_per_peer = 64ull << 20;
+  uint32_t tcp_max_server_connections = 1024;
+  // Maximum requests queued per peer and per batch (bounded resources).
+  uint32_t max_batch_size = 65536;
+  // Touch every page of registered memory so first transfers do not pay page faults.
+  bool prefault_on_register = true;
+};
+
+class TransferEngine {
+ public:
+  virtual ~TransferEngine() = default;
+
+  // Starts the engine: TCP listener, metadata publication. Errors: kInvalidArgument for a bad
+  // metadata string or name, kUnavailable when the metadata server cannot be reached,
+  // kAlreadyExists when the port is taken.
+  static absl::StatusOr<std::unique_ptr<TransferEngine>> Create(const TransferEngineOptions& options);
+
+  // This engine's segment name ("host:port") and TCP port.
+  virtual const std::string& LocalSegmentName() const = 0;
+  virtual uint16_t RpcPort() const = 0;
+
+  // Registers [addr, addr+length) for local and remote access. Errors: kInvalidArgument for null
+  // or zero length, kAlreadyExists when it overlaps a registered buffer.
+  virtual absl::Status RegisterLocalMemory(void* addr, size_t length,
+                                           const std::string& location = "cpu:0") = 0;
+  // Unregisters the buffer starting exactly at addr; waits for in-progress remote accesses to it.
+  // Errors: kNotFound.
+  virtual absl::Status UnregisterLocalMemory(void* addr) = 0;
+
+  // Allocates `length` bytes backed by shared memory (memfd) and registers them, so that peers on
+  // this host reach them with one memcpy. The engine owns the memory; free with
+  // FreeSharedMemory. Errors: kResourceExhausted, kInvalidArgument.
+  virtual absl::StatusOr<void*> AllocateSharedMemory(size_t length) = 0;
+  virtual absl::Status FreeSharedMemory(void* addr) = 0;
+
+  // Resolves a peer segment by name (fetching its descriptor). Opening the same name twice
+  // returns the same handle. The local name maps to kLocalSegmentHandle.
+  // Errors: kNotFound (no such segment), kUnavailable (metadata or peer unreachable).
+  virtual absl::StatusOr<SegmentHandle> OpenSegment(const std::string& segment_name) = 0;
+  virtual absl::Status CloseSegment(SegmentHandle handle) = 0;
+
+  // Batches hold up to `capacity` requests in total over all their submissions.
+  virtual absl::StatusOr<BatchId> AllocateBatch(size_t capacity) = 0;
+  // Errors: kFailedPrecondition while requests of the batch are still in flight.
+  virtual absl::Status FreeBatch(BatchId batch) = 0;
+
+  // Submits requests; they run asynchronously (local and shm copies complete before this
+  // returns). Errors (nothing submitted): kInvalidArgument (bad handle, null, zero length),
+  // kResourceExhausted (batch capacity).
+  virtual absl::Status SubmitTransfer(BatchId batch, absl::Span<const TransferRequest> requests) = 0;
+
+  // Status of the `task_id`-th request submitted to `batch` (0-based, over all submissions).
+  virtual absl::StatusOr<TransferStatus> GetTransferStatus(BatchId batch, size_t task_id) = 0;
+
+  // Blocks until every request of the batch is final or `timeout` passes; returns the statuses.
+  virtual absl::StatusOr<std::vector<TransferStatus>> WaitBatch(BatchId batch,
+                                                                std::chrono::milliseconds timeout) = 0;
+
+  // Convenience: allocate a batch, submit, wait, free. OK only if every request COMPLETED;
+  // otherwise the first failure's reason.
+  absl::Status TransferSync(absl::Span<const TransferRequest> requests);
+};
+
+}  // namespace yuebing::transport

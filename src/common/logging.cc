@@ -1,0 +1,18 @@
+#include "yuebing/common/logging.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+namespace yuebing {
+
+void InitLogging() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* level = std::getenv("YUEBING_LOG_LEVEL");
+    spdlog::set_level(level != nullptr ? spdlog::level::from_str(level) : spdlog::level::info);
+    spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] [%t] %v");
+  });
+}
+
+}  // namespace yuebing

@@ -1,0 +1,37 @@
+// Client side of the transfer engine's metadata backends: a small key-value interface over the
+// HTTP metadata server ("http://host:port/metadata") or a real etcd cluster
+// ("etcd://host:port[,host:port...]", through etcd's v3 JSON gateway).
+// P2PHANDSHAKE has no store: CreateMetadataStore returns nullptr for it.
+//
+// Thread safety: implementations are thread-safe. Every call ends within the timeout given at
+// creation. Errors: kUnavailable (server unreachable or 5xx), kDeadlineExceeded (timeout),
+// kNotFound (Get of a missing key), kInvalidArgument (bad key).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace yuebing::transport {
+
+class MetadataStore {
+ public:
+  virtual ~MetadataStore() = default;
+  virtual absl::Status Put(const std::string& key, const std::string& value) = 0;
+  virtual absl::StatusOr<std::string> Get(const std::string& key) = 0;
+  // Deleting a missing key is OK.
+  virtual absl::Status Delete(const std::string& key) = 0;
+  // A short description for logs, e.g. "http://127.0.0.1:8080/metadata".
+  virtual std::string Describe() const = 0;
+};
+
+// Parses `conn` and returns the matching store; nullptr (and OK) for "P2PHANDSHAKE".
+// Errors: kInvalidArgument for an unknown scheme or malformed address.
+absl::StatusOr<std::unique_ptr<MetadataStore>> CreateMetadataStore(
+    std::string_view conn, std::chrono::milliseconds timeout);
+
+}  // namespace yuebing::transport
