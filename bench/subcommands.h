@@ -1,0 +1,16 @@
+// Entry points of yuebing-bench's subcommands. Each reads its flags (bench_flags.h), runs, prints
+// its report on stdout and returns OK, or the error that stopped it (printed by main).
+#pragma once
+
+#include "absl/status/status.h"
+
+namespace yuebing::bench {
+
+// Transfer engine throughput/latency: --mode=target|initiator (transfer_bench.cc).
+absl::Status RunTransferBench();
+// Raw single-stream TCP on loopback: --mode=server|client [--pingpong] (socket_baseline.cc).
+absl::Status RunSocketBench();
+// Single-thread memcpy between two large buffers (memcpy_baseline.cc).
+absl::Status RunMemcpyBench();
+
+}  // namespace yuebing::bench
