@@ -11,7 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,6 +32,6 @@ class MetadataStore {
 // Parses `conn` and returns the matching store; nullptr (and OK) for "P2PHANDSHAKE".
 // Errors: kInvalidArgument for an unknown scheme or malformed address.
 absl::StatusOr<std::unique_ptr<MetadataStore>> CreateMetadataStore(
-    std::string_view conn, std::chrono::milliseconds timeout);
+    absl::string_view conn, std::chrono::milliseconds timeout);
 
 }  // namespace yuebing::transport

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 
@@ -15,14 +15,14 @@ namespace yuebing {
 // M/MB/MiB, G/GB/GiB, T/TB/TiB. Like Mooncake, "KB"/"MB"/"GB" mean powers of 1024.
 // A bare number is bytes. Fractions are allowed with a unit ("1.5GB"). Errors: kInvalidArgument
 // for empty, negative, malformed or overflowing input.
-absl::StatusOr<uint64_t> ParseSize(std::string_view text);
+absl::StatusOr<uint64_t> ParseSize(absl::string_view text);
 
 // Formats a byte count for humans, e.g. 1536 -> "1.50 KiB".
 std::string FormatSize(uint64_t bytes);
 
 // Parses a duration: a number followed by ns, us, ms, s, m or h (a bare number means
 // milliseconds, as Mooncake's *_ttl flags). Errors: kInvalidArgument.
-absl::StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text);
+absl::StatusOr<std::chrono::nanoseconds> ParseDuration(absl::string_view text);
 
 // Parses an environment variable with ParseSize; returns `fallback` when the variable is unset
 // and kInvalidArgument (naming the variable) when it is set but malformed.

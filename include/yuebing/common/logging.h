@@ -5,6 +5,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/string_view.h"
+
+// Debian's Abseil has its own string_view type (not std::string_view); let fmt print it, so
+// status.message() can be logged directly.
+template <>
+struct fmt::formatter<absl::string_view> : fmt::formatter<fmt::string_view> {
+  template <typename FormatContext>
+  auto format(absl::string_view text, FormatContext& ctx) const {
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(text.data(), text.size()),
+                                                    ctx);
+  }
+};
+
 namespace yuebing {
 // Applies YUEBING_LOG_LEVEL once; called by the macros' first use implicitly via InitLogging().
 void InitLogging();

@@ -15,7 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,7 +24,7 @@
 namespace yuebing {
 
 // Converts the current errno (or `err`) into a Status whose message starts with `what`.
-inline absl::Status ErrnoToStatus(std::string_view what, int err = errno) {
+inline absl::Status ErrnoToStatus(absl::string_view what, int err = errno) {
   std::string message = absl::StrCat(what, ": ", std::strerror(err));
   switch (err) {
     case ECONNREFUSED:

@@ -1,0 +1,75 @@
+// The buffers this engine registered, and the check every access goes through: an access is
+// allowed only if [addr, addr+length) lies inside one registered buffer. An allowed access pins
+// the buffer; unregistering waits until no access pins it, so bytes are never written into memory
+// the owner has taken back.
+//
+// Thread safety: all methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+
+namespace yuebing::transport {
+
+struct RegisteredBuffer {
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  std::string location = "cpu:0";
+  int shm_fd = -1;          // memfd backing the buffer, or -1
+  uint64_t shm_id = 0;      // unique id of that memfd allocation, 0 if none
+  bool engine_owned = false;  // allocated by AllocateSharedMemory
+};
+
+class MemoryRegistry {
+ public:
+  class Pin;
+
+  // Errors: kInvalidArgument (null, zero length, wrap-around), kAlreadyExists (overlap).
+  absl::Status Add(const RegisteredBuffer& buffer);
+
+  // Removes the buffer starting at addr after in-flight accesses to it end. Errors: kNotFound.
+  absl::StatusOr<RegisteredBuffer> Remove(uint64_t addr);
+
+  // Pins the buffer holding [addr, addr+length). Errors: kPermissionDenied when the range is not
+  // inside one registered buffer (or the buffer is being removed).
+  absl::StatusOr<Pin> Acquire(uint64_t addr, uint64_t length);
+
+  std::vector<RegisteredBuffer> Snapshot() const;
+
+  // Keeps one buffer registered while alive. Movable, not copyable.
+  class Pin {
+   public:
+    Pin(Pin&& other) noexcept : registry_(other.registry_), key_(other.key_) {
+      other.registry_ = nullptr;
+    }
+    Pin& operator=(Pin&&) = delete;
+    Pin(const Pin&) = delete;
+    ~Pin();
+
+   private:
+    friend class MemoryRegistry;
+    Pin(MemoryRegistry* registry, uint64_t key) : registry_(registry), key_(key) {}
+    MemoryRegistry* registry_;
+    uint64_t key_;
+  };
+
+ private:
+  struct Entry {
+    RegisteredBuffer buffer;
+    int pins = 0;
+    bool removing = false;
+  };
+  void Release(uint64_t key);
+
+  mutable absl::Mutex mu_;
+  std::map<uint64_t, Entry> buffers_ ABSL_GUARDED_BY(mu_);  // by start address
+};
+
+}  // namespace yuebing::transport

@@ -1,0 +1,50 @@
+// Blocking TCP socket helpers shared by the transport's client and server sides.
+// All functions are thread-safe (they touch only the descriptors they are given). Sends never raise
+// SIGPIPE. Errors: kUnavailable (peer gone / refused), kDeadlineExceeded (connect timeout),
+// kInvalidArgument (bad address), kInternal (other system errors).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace yuebing::transport {
+
+struct HostPort {
+  std::string host;
+  std::optional<uint16_t> port;
+};
+
+// Splits "host", "host:port" or "[v6]:port". Errors: kInvalidArgument for an empty host or a bad
+// port.
+absl::StatusOr<HostPort> ParseHostPort(absl::string_view text);
+
+// Connects to host:port within `timeout` and returns a blocking socket with TCP_NODELAY and
+// keepalive set. The caller owns the descriptor.
+absl::StatusOr<int> ConnectTcp(const std::string& host, uint16_t port,
+                               std::chrono::milliseconds timeout);
+
+// Binds and listens on host:port (0 picks a port); returns the socket and the bound port.
+absl::StatusOr<int> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_port);
+
+// Sets options every data socket gets (TCP_NODELAY, keepalive, large buffers).
+void TuneDataSocket(int fd);
+
+// Sends every byte of the iovecs (modified in place). Errors: kUnavailable when the peer is gone.
+absl::Status SendAll(int fd, struct iovec* iov, int iovcnt);
+absl::Status SendAll(int fd, const void* data, size_t length);
+
+// Receives exactly `length` bytes. Errors: kUnavailable on EOF or reset.
+absl::Status RecvAll(int fd, void* data, size_t length);
+
+// Closes fd if >= 0 (retrying EINTR is wrong for close; it is called once).
+void CloseFd(int fd);
+
+}  // namespace yuebing::transport

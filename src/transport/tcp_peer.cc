@@ -1,0 +1,391 @@
+#include "transport/tcp_peer.h"
+
+#include <sys/socket.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "transport/socket_util.h"
+#include "transport/wire_format.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::transport {
+
+// One TCP connection with a sender thread (pulls slices from the peer queue and writes frames) and
+// a receiver thread (reads replies in order, finishes slices, cleans up when the stream ends).
+class TcpPeer::Connection {
+ public:
+  enum class State { kConnecting, kReady, kDead };
+
+  // Written under TcpPeer::mu_; fd is fixed once kReady.
+  State state = State::kConnecting;
+  int fd = -1;
+  std::atomic<bool> broken{false};
+  bool sender_done = false;
+  bool receiver_done = true;  // true until a receiver is started
+  std::thread sender;
+  std::thread receiver;
+
+  absl::Mutex send_mu;  // held while one frame is written; orders fifo pushes with the stream
+  uint64_t next_request_id ABSL_GUARDED_BY(send_mu) = 1;
+
+  absl::Mutex fifo_mu;
+  std::deque<TcpSlice> fifo ABSL_GUARDED_BY(fifo_mu);  // sent, reply not yet read
+};
+
+namespace {
+
+absl::Status ReplyToStatus(WireStatus status, const std::string& segment) {
+  std::string message = absl::StrCat(WireStatusText(status), " (segment ", segment, ")");
+  switch (status) {
+    case WireStatus::kOk:
+      return absl::OkStatus();
+    case WireStatus::kOutOfRange:
+      return absl::PermissionDeniedError(message);
+    case WireStatus::kStaleEpoch:
+      return absl::FailedPreconditionError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status SendHello(int fd, const std::string& segment, uint64_t epoch) {
+  FrameHeader header;
+  header.type = FrameType::kHello;
+  header.addr = epoch;
+  header.length = segment.size();
+  uint8_t bytes[kFrameHeaderBytes];
+  EncodeFrameHeader(header, bytes);
+  iovec iov[2] = {{bytes, kFrameHeaderBytes}, {const_cast<char*>(segment.data()), segment.size()}};
+  YB_RETURN_IF_ERROR(SendAll(fd, iov, 2));
+  YB_RETURN_IF_ERROR(RecvAll(fd, bytes, kFrameHeaderBytes));
+  YB_ASSIGN_OR_RETURN(FrameHeader reply, DecodeFrameHeader(bytes));
+  if (reply.type != FrameType::kHelloReply) {
+    return absl::InternalError(absl::StrCat("unexpected reply to HELLO from ", segment));
+  }
+  return ReplyToStatus(reply.status, segment);
+}
+
+}  // namespace
+
+TcpPeer::TcpPeer(TcpPeerOptions options) : options_(std::move(options)) {}
+
+TcpPeer::~TcpPeer() { Shutdown(); }
+
+bool TcpPeer::stale() const {
+  absl::MutexLock lock(&mu_);
+  return stale_;
+}
+
+absl::Status TcpPeer::Submit(std::vector<TcpSlice> slices) {
+  if (slices.size() == 1 && slices[0].length <= options_.inline_send_bytes &&
+      TrySendInline(slices[0])) {
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::FailedPreconditionError("transfer engine is shutting down");
+  if (queue_.size() + slices.size() > options_.max_queued_slices) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("too many queued slices for ", options_.segment_name, " (limit ",
+                     options_.max_queued_slices, ")"));
+  }
+  for (TcpSlice& slice : slices) queue_.push_back(slice);
+  ReapDeadConnectionsLocked();
+  EnsureConnectionsLocked();
+  return absl::OkStatus();
+}
+
+bool TcpPeer::TrySendInline(TcpSlice& slice) {
+  std::shared_ptr<Connection> conn;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || !queue_.empty()) return false;
+    if (inflight_bytes_ > 0 && inflight_bytes_ + slice.length > options_.max_inflight_bytes) {
+      return false;
+    }
+    for (const auto& candidate : connections_) {
+      if (candidate->state == Connection::State::kReady && !candidate->broken &&
+          candidate->send_mu.TryLock()) {
+        conn = candidate;
+        break;
+      }
+    }
+    if (conn == nullptr) return false;
+    inflight_bytes_ += slice.length;
+  }
+  absl::Status status = SendSlice(conn.get(), slice);
+  conn->send_mu.Unlock();
+  if (!status.ok()) Abort(conn.get(), status);
+  return true;
+}
+
+// Requires conn->send_mu held. The slice is in the fifo before its first byte is sent, so the
+// receiver's cleanup finishes it whatever happens to the send.
+absl::Status TcpPeer::SendSlice(Connection* conn, TcpSlice& slice) {
+  slice.request_id = conn->next_request_id++;
+  {
+    absl::MutexLock lock(&conn->fifo_mu);
+    conn->fifo.push_back(slice);
+  }
+  FrameHeader header;
+  header.type = slice.opcode == OpCode::kWrite ? FrameType::kWrite : FrameType::kRead;
+  header.request_id = slice.request_id;
+  header.addr = slice.remote_addr;
+  header.length = slice.length;
+  uint8_t bytes[kFrameHeaderBytes];
+  EncodeFrameHeader(header, bytes);
+  iovec iov[2] = {{bytes, kFrameHeaderBytes}, {slice.local, slice.length}};
+  return SendAll(conn->fd, iov, slice.opcode == OpCode::kWrite ? 2 : 1);
+}
+
+void TcpPeer::Abort(Connection* conn, const absl::Status& reason) {
+  int fd = -1;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!conn->broken.exchange(true)) {
+      YB_LOG_DEBUG("connection to {} aborted: {}", options_.segment_name, reason.ToString());
+    }
+    fd = conn->fd;
+  }
+  if (fd >= 0) shutdown(fd, SHUT_RDWR);
+}
+
+bool TcpPeer::SenderMayProceed(Connection* conn) {
+  if (stopping_ || conn->broken) return true;
+  if (queue_.empty()) return false;
+  return inflight_bytes_ == 0 ||
+         inflight_bytes_ + queue_.front().length <= options_.max_inflight_bytes;
+}
+
+void TcpPeer::SenderLoop(Connection* conn) {
+  absl::StatusOr<int> fd =
+      ConnectTcp(options_.host, options_.port, options_.connect_timeout);
+  absl::Status status = fd.status();
+  if (fd.ok()) {
+    status = SendHello(*fd, options_.segment_name, options_.epoch);
+    if (!status.ok()) CloseFd(*fd);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    --connecting_;
+    if (status.ok() && stopping_) {
+      CloseFd(*fd);
+      status = absl::FailedPreconditionError("transfer engine is shutting down");
+    }
+    if (!status.ok()) {
+      if (status.code() == absl::StatusCode::kFailedPrecondition && !stopping_) stale_ = true;
+      conn->state = Connection::State::kDead;
+      conn->sender_done = true;
+      bool others_alive = false;
+      for (const auto& other : connections_) {
+        others_alive |= other.get() != conn && other->state != Connection::State::kDead;
+      }
+      if (!others_alive) {
+        FailQueuedLocked(absl::Status(
+            status.code() == absl::StatusCode::kFailedPrecondition ? status.code()
+                                                                    : absl::StatusCode::kUnavailable,
+            absl::StrCat("cannot reach segment ", options_.segment_name, ": ",
+                         status.message())));
+      }
+      return;
+    }
+    conn->fd = *fd;
+    conn->state = Connection::State::kReady;
+    conn->receiver_done = false;
+    conn->receiver = std::thread(&TcpPeer::ReceiverLoop, this, conn);
+  }
+  while (true) {
+    TcpSlice slice;
+    {
+      absl::MutexLock lock(&mu_);
+      struct Args {
+        TcpPeer* peer;
+        Connection* conn;
+      } args{this, conn};
+      mu_.Await(absl::Condition(
+          +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->peer->SenderMayProceed(a->conn); },
+          &args));
+      if (stopping_ || conn->broken) break;
+      slice = queue_.front();
+      queue_.pop_front();
+      inflight_bytes_ += slice.length;
+    }
+    absl::Status send_status;
+    bool requeue = false;
+    {
+      absl::MutexLock send_lock(&conn->send_mu);
+      if (conn->broken) {
+        requeue = true;
+      } else {
+        send_status = SendSlice(conn, slice);
+      }
+    }
+    if (requeue) {
+      absl::MutexLock lock(&mu_);
+      inflight_bytes_ -= slice.length;
+      queue_.push_front(slice);
+      break;
+    }
+    if (!send_status.ok()) {
+      Abort(conn, send_status);
+      break;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  conn->sender_done = true;
+}
+
+void TcpPeer::ReceiverLoop(Connection* conn) {
+  absl::Status reason;
+  while (true) {
+    uint8_t bytes[kFrameHeaderBytes];
+    reason = RecvAll(conn->fd, bytes, kFrameHeaderBytes);
+    if (!reason.ok()) break;
+    absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
+    if (!header.ok()) {
+      reason = absl::InternalError(absl::StrCat("bad reply frame: ", header.status().message()));
+      break;
+    }
+    TcpSlice slice;
+    {
+      absl::MutexLock lock(&conn->fifo_mu);
+      if (conn->fifo.empty()) {
+        reason = absl::InternalError("reply without a request");
+        break;
+      }
+      slice = conn->fifo.front();
+    }
+    FrameType expected =
+        slice.opcode == OpCode::kWrite ? FrameType::kWriteReply : FrameType::kReadReply;
+    bool payload_follows = header->type == FrameType::kReadReply && header->status == WireStatus::kOk;
+    if (header->type != expected || header->request_id != slice.request_id ||
+        (payload_follows && header->length != slice.length)) {
+      reason = absl::InternalError("reply does not match the oldest request");
+      break;
+    }
+    if (payload_follows) {
+      reason = RecvAll(conn->fd, slice.local, slice.length);
+      if (!reason.ok()) break;
+    }
+    {
+      absl::MutexLock lock(&conn->fifo_mu);
+      conn->fifo.pop_front();
+    }
+    slice.task->FinishSlice(slice.length,
+                            ReplyToStatus(header->status, options_.segment_name));
+    absl::MutexLock lock(&mu_);
+    inflight_bytes_ -= slice.length;
+  }
+  CleanUpConnection(conn, reason);
+}
+
+void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
+  Abort(conn, reason);
+  { absl::MutexLock wait_for_sender(&conn->send_mu); }  // no send is in progress after this
+  std::deque<TcpSlice> orphans;
+  {
+    absl::MutexLock lock(&conn->fifo_mu);
+    orphans.swap(conn->fifo);
+  }
+  SteadyTime now = Clock::Real().Now();
+  uint64_t orphan_bytes = 0;
+  for (TcpSlice& slice : orphans) {
+    orphan_bytes += slice.length;
+    slice.task->FinishSlice(
+        0, now >= slice.deadline
+               ? absl::DeadlineExceededError(
+                     absl::StrCat("request to ", options_.segment_name, " passed its deadline"))
+               : absl::UnavailableError(absl::StrCat("connection to ", options_.segment_name,
+                                                     " lost: ", reason.message())));
+  }
+  absl::MutexLock lock(&mu_);
+  inflight_bytes_ -= orphan_bytes;
+  conn->state = Connection::State::kDead;
+  conn->receiver_done = true;
+  if (!stopping_ && !queue_.empty()) EnsureConnectionsLocked();
+}
+
+void TcpPeer::EnsureConnectionsLocked() {
+  size_t alive = 0;
+  for (const auto& conn : connections_) alive += conn->state != Connection::State::kDead;
+  // A connection that is still connecting counts as alive; more are started only up to the pool.
+  while (alive < options_.connections && connections_.size() < 2 * options_.connections) {
+    auto conn = std::make_shared<Connection>();
+    ++connecting_;
+    conn->sender = std::thread(&TcpPeer::SenderLoop, this, conn.get());
+    connections_.push_back(std::move(conn));
+    ++alive;
+  }
+}
+
+void TcpPeer::ReapDeadConnectionsLocked() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    Connection* conn = it->get();
+    if (conn->state == Connection::State::kDead && conn->sender_done && conn->receiver_done) {
+      if (conn->sender.joinable()) conn->sender.join();
+      if (conn->receiver.joinable()) conn->receiver.join();
+      CloseFd(conn->fd);
+      conn->fd = -1;
+      it = connections_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void TcpPeer::FailQueuedLocked(const absl::Status& reason) {
+  while (!queue_.empty()) {
+    TcpSlice slice = queue_.front();
+    queue_.pop_front();
+    slice.task->FinishSlice(0, reason);
+  }
+}
+
+void TcpPeer::ExpireDeadlines(SteadyTime now) {
+  std::vector<std::shared_ptr<Connection>> overdue;
+  {
+    absl::MutexLock lock(&mu_);
+    while (!queue_.empty() && queue_.front().deadline <= now) {
+      TcpSlice slice = queue_.front();
+      queue_.pop_front();
+      slice.task->FinishSlice(
+          0, absl::DeadlineExceededError(absl::StrCat(
+                 "request to ", options_.segment_name, " passed its deadline before being sent")));
+    }
+    for (const auto& conn : connections_) {
+      if (conn->state != Connection::State::kReady || conn->broken) continue;
+      absl::MutexLock fifo_lock(&conn->fifo_mu);
+      if (!conn->fifo.empty() && conn->fifo.front().deadline <= now) overdue.push_back(conn);
+    }
+    ReapDeadConnectionsLocked();
+  }
+  for (const auto& conn : overdue) {
+    Abort(conn.get(), absl::DeadlineExceededError("request deadline passed while in flight"));
+  }
+}
+
+void TcpPeer::Shutdown() {
+  std::vector<std::shared_ptr<Connection>> connections;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    FailQueuedLocked(absl::FailedPreconditionError("transfer engine is shutting down"));
+    connections = connections_;
+  }
+  for (const auto& conn : connections) {
+    Abort(conn.get(), absl::CancelledError("shutting down"));
+  }
+  for (const auto& conn : connections) {
+    if (conn->sender.joinable()) conn->sender.join();
+    if (conn->receiver.joinable()) conn->receiver.join();
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& conn : connections_) {
+    CloseFd(conn->fd);
+    conn->fd = -1;
+  }
+  connections_.clear();
+}
+
+}  // namespace yuebing::transport

@@ -1,0 +1,227 @@
+#include "transport/tcp_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "transport/socket_util.h"
+#include "transport/wire_format.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::transport {
+namespace {
+
+constexpr size_t kDrainChunkBytes = 64 << 10;
+
+absl::Status SendReply(int fd, FrameType type, WireStatus status, const FrameHeader& request,
+                       const void* payload, uint64_t payload_length) {
+  FrameHeader reply;
+  reply.type = type;
+  reply.status = status;
+  reply.request_id = request.request_id;
+  reply.addr = request.addr;
+  reply.length = payload_length;
+  uint8_t bytes[kFrameHeaderBytes];
+  EncodeFrameHeader(reply, bytes);
+  iovec iov[2] = {{bytes, kFrameHeaderBytes},
+                  {const_cast<void*>(payload), static_cast<size_t>(payload_length)}};
+  return SendAll(fd, iov, payload_length > 0 ? 2 : 1);
+}
+
+// Waits until the socket has data or is closed; idle connections wait here without a deadline.
+bool WaitReadable(int fd) {
+  pollfd pfd{fd, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&pfd, 1, -1);
+  } while (rc < 0 && errno == EINTR);
+  return rc > 0 && (pfd.revents & POLLIN) != 0;
+}
+
+absl::Status Drain(int fd, uint64_t length) {
+  std::vector<char> scratch(std::min<uint64_t>(length, kDrainChunkBytes));
+  while (length > 0) {
+    size_t chunk = std::min<uint64_t>(length, scratch.size());
+    YB_RETURN_IF_ERROR(RecvAll(fd, scratch.data(), chunk));
+    length -= chunk;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TcpServer>> TcpServer::Bind(const TcpServerOptions& options,
+                                                           MemoryRegistry* registry) {
+  uint16_t port = 0;
+  YB_ASSIGN_OR_RETURN(int fd, ListenTcp(options.bind_host, options.port, &port));
+  return std::unique_ptr<TcpServer>(new TcpServer(options, registry, fd, port));
+}
+
+TcpServer::TcpServer(const TcpServerOptions& options, MemoryRegistry* registry, int listen_fd,
+                     uint16_t port)
+    : options_(options), registry_(registry), listen_fd_(listen_fd), port_(port) {}
+
+TcpServer::~TcpServer() {
+  stopping_ = true;
+  shutdown(listen_fd_, SHUT_RDWR);
+  if (accept_thread_.joinable()) accept_thread_.join();
+  CloseFd(listen_fd_);
+  std::list<std::unique_ptr<Connection>> connections;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& conn : connections_) shutdown(conn->fd, SHUT_RDWR);
+    connections.swap(connections_);
+  }
+  for (auto& conn : connections) {
+    if (conn->thread.joinable()) conn->thread.join();
+    CloseFd(conn->fd);
+  }
+}
+
+void TcpServer::Serve(std::string segment_name, uint64_t epoch,
+                      std::function<std::string()> describe) {
+  segment_name_ = std::move(segment_name);
+  epoch_ = epoch;
+  describe_ = std::move(describe);
+  accept_thread_ = std::thread(&TcpServer::AcceptLoop, this);
+}
+
+size_t TcpServer::ConnectionCount() const {
+  absl::MutexLock lock(&mu_);
+  size_t count = 0;
+  for (const auto& conn : connections_) count += !conn->done;
+  return count;
+}
+
+void TcpServer::AcceptLoop() {
+  while (!stopping_) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (stopping_) break;
+      if (errno == EMFILE || errno == ENFILE) {
+        YB_LOG_WARN("accept: out of file descriptors; pausing 100 ms");
+        usleep(100 * 1000);
+        continue;
+      }
+      YB_LOG_ERROR("accept failed: {}", std::strerror(errno));
+      break;
+    }
+    absl::MutexLock lock(&mu_);
+    ReapLocked();
+    if (connections_.size() >= options_.max_connections) {
+      YB_LOG_WARN("refusing connection: {} connections open (limit)", connections_.size());
+      CloseFd(fd);
+      continue;
+    }
+    TuneDataSocket(fd);
+    timeval tv{static_cast<time_t>(options_.frame_timeout.count() / 1000),
+               static_cast<suseconds_t>((options_.frame_timeout.count() % 1000) * 1000)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    auto conn = std::make_unique<Connection>();
+    conn->fd = fd;
+    Connection* raw = conn.get();
+    connections_.push_back(std::move(conn));
+    raw->thread = std::thread(&TcpServer::ServeConnection, this, raw);
+  }
+}
+
+void TcpServer::ReapLocked() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if ((*it)->done) {
+      (*it)->thread.join();
+      CloseFd((*it)->fd);
+      it = connections_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void TcpServer::ServeConnection(Connection* conn) {
+  const int fd = conn->fd;
+  bool greeted = false;
+  absl::Status status;
+  while (!stopping_ && WaitReadable(fd)) {
+    uint8_t bytes[kFrameHeaderBytes];
+    status = RecvAll(fd, bytes, kFrameHeaderBytes);
+    if (!status.ok()) break;
+    absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
+    if (!header.ok()) {
+      status = header.status();
+      YB_LOG_WARN("closing connection: malformed frame: {}", status.message());
+      break;
+    }
+    switch (header->type) {
+      case FrameType::kHello: {
+        std::string name(header->length, '\0');
+        status = RecvAll(fd, name.data(), name.size());
+        if (!status.ok()) break;
+        bool ok = name == segment_name_ && (header->addr == 0 || header->addr == epoch_);
+        FrameHeader echo = *header;
+        echo.addr = epoch_;
+        status = SendReply(fd, FrameType::kHelloReply,
+                           ok ? WireStatus::kOk : WireStatus::kStaleEpoch, echo, nullptr, 0);
+        if (!ok) status = absl::FailedPreconditionError("HELLO for another segment or epoch");
+        greeted = ok;
+        break;
+      }
+      case FrameType::kDescribe: {
+        std::string descriptor = describe_();
+        status = SendReply(fd, FrameType::kDescribeReply, WireStatus::kOk, *header,
+                           descriptor.data(), descriptor.size());
+        break;
+      }
+      case FrameType::kWrite: {
+        if (!greeted) {
+          status = absl::FailedPreconditionError("WRITE before HELLO");
+          break;
+        }
+        absl::StatusOr<MemoryRegistry::Pin> pin = registry_->Acquire(header->addr, header->length);
+        if (pin.ok()) {
+          status = RecvAll(fd, reinterpret_cast<void*>(header->addr), header->length);
+        } else {
+          status = Drain(fd, header->length);
+        }
+        if (status.ok()) {
+          status = SendReply(fd, FrameType::kWriteReply,
+                             pin.ok() ? WireStatus::kOk : WireStatus::kOutOfRange, *header,
+                             nullptr, 0);
+        }
+        break;
+      }
+      case FrameType::kRead: {
+        if (!greeted) {
+          status = absl::FailedPreconditionError("READ before HELLO");
+          break;
+        }
+        absl::StatusOr<MemoryRegistry::Pin> pin = registry_->Acquire(header->addr, header->length);
+        if (pin.ok()) {
+          status = SendReply(fd, FrameType::kReadReply, WireStatus::kOk, *header,
+                             reinterpret_cast<const void*>(header->addr), header->length);
+        } else {
+          status = SendReply(fd, FrameType::kReadReply, WireStatus::kOutOfRange, *header, nullptr,
+                             0);
+        }
+        break;
+      }
+      default:
+        status = absl::InvalidArgumentError("reply frame sent to a server");
+        break;
+    }
+    if (!status.ok()) break;
+  }
+  if (!status.ok() && status.code() != absl::StatusCode::kUnavailable) {
+    YB_LOG_DEBUG("closing connection: {}", status.ToString());
+  }
+  shutdown(fd, SHUT_RDWR);
+  conn->done = true;
+}
+
+}  // namespace yuebing::transport

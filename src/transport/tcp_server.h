@@ -1,0 +1,76 @@
+// The target side of the TCP transport: accepts connections, answers HELLO and DESCRIBE, and
+// serves READ/WRITE frames straight from/into registered memory after checking every range
+// against the MemoryRegistry. A refused range gets an error reply (its WRITE payload is read and
+// discarded, so the stream stays usable); a malformed frame closes the connection.
+//
+// Thread safety: Start/port/~TcpServer from the owner; connections are served on their own threads
+// (one per connection, at most max_connections).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "transport/memory_registry.h"
+
+namespace yuebing::transport {
+
+struct TcpServerOptions {
+  std::string bind_host;
+  uint16_t port = 0;
+  uint32_t max_connections = 1024;
+  // A started frame must be fully received within this time, or the connection is closed.
+  std::chrono::milliseconds frame_timeout{30000};
+};
+
+class TcpServer {
+ public:
+  // Binds the listener; serving starts with Serve(). Errors: kAlreadyExists (port taken),
+  // kInvalidArgument (bad host), kUnavailable.
+  static absl::StatusOr<std::unique_ptr<TcpServer>> Bind(const TcpServerOptions& options,
+                                                         MemoryRegistry* registry);
+  ~TcpServer();  // closes the listener and every connection, joins all threads
+
+  uint16_t port() const { return port_; }
+
+  // Starts accepting. `segment_name`/`epoch` answer HELLO; `describe` produces the DESCRIBE reply
+  // (called on connection threads; must be thread-safe).
+  void Serve(std::string segment_name, uint64_t epoch, std::function<std::string()> describe);
+
+  size_t ConnectionCount() const;
+
+ private:
+  struct Connection {
+    int fd = -1;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
+
+  TcpServer(const TcpServerOptions& options, MemoryRegistry* registry, int listen_fd,
+            uint16_t port);
+  void AcceptLoop();
+  void ServeConnection(Connection* conn);
+  void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const TcpServerOptions options_;
+  MemoryRegistry* const registry_;
+  const int listen_fd_;
+  const uint16_t port_;
+  std::string segment_name_;
+  uint64_t epoch_ = 0;
+  std::function<std::string()> describe_;
+  std::atomic<bool> stopping_{false};
+  std::thread accept_thread_;
+  mutable absl::Mutex mu_;
+  std::list<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace yuebing::transport

@@ -1,0 +1,83 @@
+#include "transport/transfer_batch.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+
+namespace yuebing::transport {
+
+void TransferTask::Start(TransferBatch* batch, uint32_t slices) {
+  batch_ = batch;
+  transferred_.store(0, std::memory_order_relaxed);
+  slices_left_.store(slices, std::memory_order_relaxed);
+  state_.store(TransferState::kPending, std::memory_order_release);
+}
+
+void TransferTask::FinishSlice(uint64_t bytes, const absl::Status& status) {
+  if (status.ok()) {
+    transferred_.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    absl::MutexLock lock(&mu_);
+    if (failure_.ok()) failure_ = status;
+  }
+  if (slices_left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  TransferState final_state = TransferState::kCompleted;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!failure_.ok()) {
+      final_state = failure_.code() == absl::StatusCode::kDeadlineExceeded
+                        ? TransferState::kTimeout
+                        : TransferState::kFailed;
+    }
+  }
+  state_.store(final_state, std::memory_order_release);
+  batch_->OnTaskFinal();
+}
+
+TransferStatus TransferTask::Status() const {
+  TransferStatus out;
+  out.state = state_.load(std::memory_order_acquire);
+  out.transferred_bytes = transferred_.load(std::memory_order_relaxed);
+  if (out.state == TransferState::kFailed || out.state == TransferState::kTimeout) {
+    absl::MutexLock lock(&mu_);
+    out.reason = std::string(failure_.message());
+  }
+  return out;
+}
+
+TransferBatch::TransferBatch(size_t capacity)
+    : capacity_(capacity), tasks_(std::make_unique<TransferTask[]>(capacity)) {}
+
+absl::StatusOr<size_t> TransferBatch::Reserve(size_t count) {
+  size_t first = size_.load(std::memory_order_relaxed);
+  do {
+    if (count > capacity_ - first) {
+      return absl::ResourceExhaustedError(absl::StrCat("batch capacity ", capacity_, " exceeded (",
+                                                       first, " used, ", count, " more asked)"));
+    }
+  } while (!size_.compare_exchange_weak(first, first + count, std::memory_order_acq_rel));
+  unfinished_.fetch_add(count, std::memory_order_acq_rel);
+  return first;
+}
+
+void TransferBatch::OnTaskFinal() {
+  if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    absl::MutexLock lock(&mu_);
+    idle_cv_.SignalAll();
+  }
+}
+
+bool TransferBatch::WaitIdle(std::chrono::nanoseconds timeout) {
+  // Short spin first: small transfers finish within microseconds and a sleep costs more.
+  auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  while (std::chrono::steady_clock::now() < spin_until) {
+    if (Idle()) return true;
+  }
+  absl::Time deadline = absl::Now() + absl::FromChrono(timeout);
+  absl::MutexLock lock(&mu_);
+  while (!Idle()) {
+    if (idle_cv_.WaitWithDeadline(&mu_, deadline)) return Idle();
+  }
+  return true;
+}
+
+}  // namespace yuebing::transport

@@ -1,0 +1,70 @@
+// Progress tracking of submitted requests. A request (TransferTask) is split into slices that may
+// run on different connections; it becomes final when its last slice ends, and only then, so a
+// final status means the engine no longer touches the request's memory.
+//
+// Thread safety: FinishSlice and the readers may run concurrently from any threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "yuebing/transport/transfer_engine.h"
+
+namespace yuebing::transport {
+
+class TransferBatch;
+
+class TransferTask {
+ public:
+  // Marks the task in flight with `slices` slices to wait for (> 0).
+  void Start(TransferBatch* batch, uint32_t slices);
+  // Records the end of one slice of `bytes`. A non-OK status fails the task: kDeadlineExceeded
+  // gives TIMEOUT, anything else FAILED; the first failure's message is the reason.
+  void FinishSlice(uint64_t bytes, const absl::Status& status);
+  TransferStatus Status() const;
+
+ private:
+  TransferBatch* batch_ = nullptr;
+  std::atomic<TransferState> state_{TransferState::kWaiting};
+  std::atomic<uint64_t> transferred_{0};
+  std::atomic<uint32_t> slices_left_{0};
+  mutable absl::Mutex mu_;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+};
+
+class TransferBatch {
+ public:
+  explicit TransferBatch(size_t capacity);
+
+  // Reserves `count` task slots and counts them as unfinished; returns the first slot's index.
+  // Errors: kResourceExhausted when the batch capacity would be exceeded.
+  absl::StatusOr<size_t> Reserve(size_t count);
+  TransferTask& task(size_t index) { return tasks_[index]; }
+  size_t size() const { return size_.load(std::memory_order_acquire); }
+  size_t capacity() const { return capacity_; }
+  bool Idle() const { return unfinished_.load(std::memory_order_acquire) == 0; }
+
+  // Called by a task when it becomes final.
+  void OnTaskFinal();
+
+  // Waits until no task is unfinished or the timeout passes. Returns true when idle.
+  bool WaitIdle(std::chrono::nanoseconds timeout);
+
+ private:
+  const size_t capacity_;
+  std::unique_ptr<TransferTask[]> tasks_;
+  std::atomic<size_t> size_{0};
+  std::atomic<size_t> unfinished_{0};
+  absl::Mutex mu_;
+  absl::CondVar idle_cv_;
+};
+
+}  // namespace yuebing::transport

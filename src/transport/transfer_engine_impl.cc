@@ -1,0 +1,698 @@
+// TransferEngine implementation: owns the registry, the TCP server, the metadata publication, the
+// opened peer segments (descriptor, TCP peer, shm mappings) and the batches, and routes every
+// request to the local, shm or TCP path.
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "transport/memory_registry.h"
+#include "transport/metadata_store.h"
+#include "transport/segment_descriptor.h"
+#include "transport/shared_memory.h"
+#include "transport/socket_util.h"
+#include "transport/tcp_peer.h"
+#include "transport/tcp_server.h"
+#include "transport/transfer_batch.h"
+#include "transport/wire_format.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+#include "yuebing/transport/transfer_engine.h"
+
+namespace yuebing::transport {
+namespace {
+
+constexpr auto kWatchdogPeriod = std::chrono::milliseconds(10);
+constexpr auto kMinRefreshInterval = std::chrono::milliseconds(50);
+
+uint64_t RandomEpoch() {
+  std::random_device device;
+  uint64_t epoch = 0;
+  while (epoch == 0) epoch = (uint64_t{device()} << 32) ^ device();
+  return epoch;
+}
+
+// Asks the engine listening at `name` ("host:port") for its descriptor (P2P handshake).
+absl::StatusOr<std::string> DescribeOverTcp(const std::string& name,
+                                            std::chrono::milliseconds timeout) {
+  YB_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(name));
+  if (!address.port) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("P2PHANDSHAKE needs segment names of the form host:port, got '", name, "'"));
+  }
+  YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(address.host, *address.port, timeout));
+  timeval tv{static_cast<time_t>(timeout.count() / 1000),
+             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  FrameHeader request;
+  request.type = FrameType::kDescribe;
+  uint8_t bytes[kFrameHeaderBytes];
+  EncodeFrameHeader(request, bytes);
+  absl::Status status = SendAll(fd, bytes, kFrameHeaderBytes);
+  if (status.ok()) status = RecvAll(fd, bytes, kFrameHeaderBytes);
+  std::string out;
+  if (status.ok()) {
+    absl::StatusOr<FrameHeader> reply = DecodeFrameHeader(bytes);
+    if (!reply.ok() || reply->type != FrameType::kDescribeReply) {
+      status = absl::InternalError(absl::StrCat("bad DESCRIBE reply from ", name));
+    } else {
+      out.resize(reply->length);
+      status = RecvAll(fd, out.data(), out.size());
+    }
+  }
+  CloseFd(fd);
+  YB_RETURN_IF_ERROR(status);
+  return out;
+}
+
+// Appends the slices of `request` (task already started with their count) to `out`.
+void AppendSlices(const TransferRequest& request, TransferTask* task, uint64_t slice_bytes,
+                  SteadyTime deadline, std::vector<TcpSlice>& out) {
+  for (uint64_t offset = 0; offset < request.length; offset += slice_bytes) {
+    TcpSlice slice;
+    slice.task = task;
+    slice.opcode = request.opcode;
+    slice.local = static_cast<char*>(request.source) + offset;
+    slice.remote_addr = request.target_offset + offset;
+    slice.length = std::min<uint64_t>(slice_bytes, request.length - offset);
+    slice.deadline = deadline;
+    out.push_back(slice);
+  }
+}
+
+// Queues slices on a peer; when the peer refuses them, they fail at once.
+void SubmitSlices(TcpPeer& peer, std::vector<TcpSlice> slices) {
+  std::vector<TcpSlice> copy = slices;
+  absl::Status status = peer.Submit(std::move(copy));
+  if (!status.ok()) {
+    for (TcpSlice& slice : slices) slice.task->FinishSlice(0, status);
+  }
+}
+
+uint32_t SliceCount(uint64_t length, uint64_t slice_bytes) {
+  return static_cast<uint32_t>((length + slice_bytes - 1) / slice_bytes);
+}
+
+// An opened peer segment.
+struct PeerSegment {
+  SegmentHandle handle = -1;
+  std::string name;
+  absl::Mutex mu;
+  std::shared_ptr<const SegmentDescriptor> descriptor ABSL_GUARDED_BY(mu);
+  std::shared_ptr<TcpPeer> tcp ABSL_GUARDED_BY(mu);
+  SteadyTime last_refresh ABSL_GUARDED_BY(mu);
+  ShmPeerMappings shm;
+};
+
+class TransferEngineImpl final : public TransferEngine {
+ public:
+  explicit TransferEngineImpl(const TransferEngineOptions& options) : options_(options) {}
+  ~TransferEngineImpl() override;
+
+  absl::Status Init();
+
+  const std::string& LocalSegmentName() const override { return segment_name_; }
+  uint16_t RpcPort() const override { return server_->port(); }
+  absl::Status RegisterLocalMemory(void* addr, size_t length, const std::string& location) override;
+  absl::Status UnregisterLocalMemory(void* addr) override;
+  absl::StatusOr<void*> AllocateSharedMemory(size_t length) override;
+  absl::Status FreeSharedMemory(void* addr) override;
+  absl::StatusOr<SegmentHandle> OpenSegment(const std::string& segment_name) override;
+  absl::Status CloseSegment(SegmentHandle handle) override;
+  absl::StatusOr<BatchId> AllocateBatch(size_t capacity) override;
+  absl::Status FreeBatch(BatchId batch) override;
+  absl::Status SubmitTransfer(BatchId batch, absl::Span<const TransferRequest> requests) override;
+  absl::StatusOr<TransferStatus> GetTransferStatus(BatchId batch, size_t task_id) override;
+  absl::StatusOr<std::vector<TransferStatus>> WaitBatch(BatchId batch,
+                                                        std::chrono::milliseconds timeout) override;
+
+ private:
+  absl::Status Register(const RegisteredBuffer& buffer);
+  // The descriptor of this engine's segment as it is now, stamped with `version`.
+  std::string DescribeLocal(uint64_t version);
+  absl::Status Publish();
+  absl::StatusOr<SegmentDescriptor> FetchDescriptor(const std::string& name);
+  absl::StatusOr<std::shared_ptr<PeerSegment>> FindSegment(SegmentHandle handle);
+  absl::Status Refresh(PeerSegment& segment, bool force);
+  std::shared_ptr<TcpPeer> MakeTcpPeer(const SegmentDescriptor& descriptor);
+  static std::shared_ptr<TcpPeer> PeerOf(PeerSegment& segment) {
+    absl::MutexLock lock(&segment.mu);
+    return segment.tcp;
+  }
+  std::shared_ptr<TransferBatch> FindBatch(BatchId batch);
+  void RunLocal(const TransferRequest& request, TransferTask& task);
+  bool TryShm(PeerSegment& segment, const TransferRequest& request, TransferTask& task);
+  void WatchdogLoop();
+
+  const TransferEngineOptions options_;
+  std::unique_ptr<MetadataStore> metadata_;
+  MemoryRegistry registry_;
+  std::unique_ptr<TcpServer> server_;
+  std::string segment_name_;
+  std::string tcp_host_;
+  uint64_t epoch_ = 0;
+
+  absl::Mutex publish_mu_;
+  uint64_t descriptor_version_ ABSL_GUARDED_BY(publish_mu_) = 0;
+
+  absl::Mutex shm_mu_;
+  absl::flat_hash_map<uintptr_t, SharedRegion> owned_shm_ ABSL_GUARDED_BY(shm_mu_);
+  uint64_t next_shm_id_ ABSL_GUARDED_BY(shm_mu_) = 1;
+
+  absl::Mutex segments_mu_;
+  absl::flat_hash_map<SegmentHandle, std::shared_ptr<PeerSegment>> segments_
+      ABSL_GUARDED_BY(segments_mu_);
+  absl::flat_hash_map<std::string, SegmentHandle> handles_by_name_ ABSL_GUARDED_BY(segments_mu_);
+  SegmentHandle next_handle_ ABSL_GUARDED_BY(segments_mu_) = 1;
+
+  absl::Mutex batches_mu_;
+  absl::flat_hash_map<BatchId, std::shared_ptr<TransferBatch>> batches_
+      ABSL_GUARDED_BY(batches_mu_);
+  BatchId next_batch_ ABSL_GUARDED_BY(batches_mu_) = 1;
+
+  absl::Mutex watchdog_mu_;
+  bool stopping_ ABSL_GUARDED_BY(watchdog_mu_) = false;
+  std::thread watchdog_;
+};
+
+absl::Status TransferEngineImpl::Init() {
+  InitLogging();
+  if (options_.protocol != "tcp" && options_.protocol != "rdma") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown protocol '", options_.protocol, "' (expected tcp or rdma)"));
+  }
+  if (options_.protocol == "rdma") {
+    YB_LOG_WARN("RDMA transport is not available in this build; using TCP");
+  }
+  if (options_.tcp_slice_bytes == 0 || options_.tcp_slice_bytes > kMaxDataFrameBytes ||
+      options_.tcp_connections_per_peer == 0 || options_.max_batch_size == 0) {
+    return absl::InvalidArgumentError("tcp_slice_bytes, tcp_connections_per_peer and "
+                                      "max_batch_size must be positive (slices <= 1 GiB)");
+  }
+  YB_ASSIGN_OR_RETURN(metadata_, CreateMetadataStore(options_.metadata_conn,
+                                                     options_.connect_timeout));
+  YB_ASSIGN_OR_RETURN(HostPort local, ParseHostPort(options_.local_server_name));
+  TcpServerOptions server_options;
+  server_options.bind_host = options_.bind_address.empty() ? local.host : options_.bind_address;
+  server_options.port = local.port.value_or(0);
+  server_options.max_connections = options_.tcp_max_server_connections;
+  server_options.frame_timeout = options_.request_timeout;
+  YB_ASSIGN_OR_RETURN(server_, TcpServer::Bind(server_options, &registry_));
+  tcp_host_ = local.host;
+  segment_name_ = local.host.find(':') != std::string::npos
+                      ? absl::StrCat("[", local.host, "]:", server_->port())
+                      : absl::StrCat(local.host, ":", server_->port());
+  epoch_ = RandomEpoch();
+  server_->Serve(segment_name_, epoch_, [this] {
+    uint64_t version;
+    {
+      absl::MutexLock lock(&publish_mu_);
+      version = descriptor_version_;
+    }
+    return DescribeLocal(version);
+  });
+  YB_RETURN_IF_ERROR(Publish());
+  watchdog_ = std::thread(&TransferEngineImpl::WatchdogLoop, this);
+  YB_LOG_INFO("transfer engine up: segment {} (metadata {})", segment_name_,
+              metadata_ ? metadata_->Describe() : "P2PHANDSHAKE");
+  return absl::OkStatus();
+}
+
+TransferEngineImpl::~TransferEngineImpl() {
+  {
+    absl::MutexLock lock(&watchdog_mu_);
+    stopping_ = true;
+  }
+  if (watchdog_.joinable()) watchdog_.join();
+  if (metadata_ != nullptr && !segment_name_.empty()) {
+    absl::Status status = metadata_->Delete(SegmentMetadataKey(segment_name_));
+    if (!status.ok()) YB_LOG_WARN("could not remove segment metadata: {}", status.ToString());
+  }
+  server_.reset();
+  std::vector<std::shared_ptr<PeerSegment>> segments;
+  {
+    absl::MutexLock lock(&segments_mu_);
+    for (auto& [handle, segment] : segments_) segments.push_back(segment);
+  }
+  for (auto& segment : segments) {
+    absl::MutexLock lock(&segment->mu);
+    if (segment->tcp) segment->tcp->Shutdown();
+  }
+  absl::MutexLock lock(&shm_mu_);
+  for (auto& [addr, region] : owned_shm_) FreeSharedRegion(region);
+}
+
+std::string TransferEngineImpl::DescribeLocal(uint64_t version) {
+  SegmentDescriptor d;
+  d.name = segment_name_;
+  d.tcp_host = tcp_host_;
+  d.tcp_port = server_->port();
+  d.host_id = LocalHostId();
+  d.pid = static_cast<int32_t>(getpid());
+  d.epoch = epoch_;
+  d.version = version;
+  for (const RegisteredBuffer& b : registry_.Snapshot()) {
+    d.buffers.push_back({b.addr, b.length, b.location, options_.enable_shm ? b.shm_fd : -1,
+                         b.shm_id});
+  }
+  return EncodeSegmentDescriptor(d);
+}
+
+absl::Status TransferEngineImpl::Publish() {
+  absl::MutexLock lock(&publish_mu_);  // orders publications
+  ++descriptor_version_;
+  if (metadata_ == nullptr) return absl::OkStatus();
+  return metadata_->Put(SegmentMetadataKey(segment_name_), DescribeLocal(descriptor_version_));
+}
+
+absl::Status TransferEngineImpl::Register(const RegisteredBuffer& buffer) {
+  YB_RETURN_IF_ERROR(registry_.Add(buffer));
+  if (options_.prefault_on_register && !buffer.engine_owned) {
+    PrefaultMemory(reinterpret_cast<void*>(buffer.addr), buffer.length);
+  }
+  absl::Status status = Publish();
+  if (!status.ok()) {
+    (void)registry_.Remove(buffer.addr);
+    return absl::Status(status.code(),
+                        absl::StrCat("registered memory could not be published: ",
+                                     status.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TransferEngineImpl::RegisterLocalMemory(void* addr, size_t length,
+                                                     const std::string& location) {
+  RegisteredBuffer buffer;
+  buffer.addr = reinterpret_cast<uint64_t>(addr);
+  buffer.length = length;
+  buffer.location = location;
+  return Register(buffer);
+}
+
+absl::Status TransferEngineImpl::UnregisterLocalMemory(void* addr) {
+  {
+    absl::MutexLock lock(&shm_mu_);
+    if (owned_shm_.contains(reinterpret_cast<uintptr_t>(addr))) {
+      return absl::InvalidArgumentError("memory from AllocateSharedMemory is freed with "
+                                        "FreeSharedMemory");
+    }
+  }
+  YB_RETURN_IF_ERROR(registry_.Remove(reinterpret_cast<uint64_t>(addr)).status());
+  absl::Status status = Publish();
+  if (!status.ok()) YB_LOG_WARN("unregistration not published: {}", status.ToString());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> TransferEngineImpl::AllocateSharedMemory(size_t length) {
+  YB_ASSIGN_OR_RETURN(SharedRegion region, AllocateSharedRegion(length));
+  RegisteredBuffer buffer;
+  buffer.addr = reinterpret_cast<uint64_t>(region.addr);
+  buffer.length = region.length;
+  buffer.shm_fd = region.fd;
+  buffer.engine_owned = true;
+  {
+    absl::MutexLock lock(&shm_mu_);
+    buffer.shm_id = next_shm_id_++;
+    owned_shm_[reinterpret_cast<uintptr_t>(region.addr)] = region;
+  }
+  absl::Status status = Register(buffer);
+  if (!status.ok()) {
+    absl::MutexLock lock(&shm_mu_);
+    owned_shm_.erase(reinterpret_cast<uintptr_t>(region.addr));
+    FreeSharedRegion(region);
+    return status;
+  }
+  return region.addr;
+}
+
+absl::Status TransferEngineImpl::FreeSharedMemory(void* addr) {
+  SharedRegion region;
+  {
+    absl::MutexLock lock(&shm_mu_);
+    auto it = owned_shm_.find(reinterpret_cast<uintptr_t>(addr));
+    if (it == owned_shm_.end()) {
+      return absl::NotFoundError("address was not returned by AllocateSharedMemory");
+    }
+    region = it->second;
+    owned_shm_.erase(it);
+  }
+  absl::Status status = registry_.Remove(reinterpret_cast<uint64_t>(addr)).status();
+  FreeSharedRegion(region);
+  YB_RETURN_IF_ERROR(status);
+  absl::Status published = Publish();
+  if (!published.ok()) YB_LOG_WARN("free not published: {}", published.ToString());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SegmentDescriptor> TransferEngineImpl::FetchDescriptor(const std::string& name) {
+  std::string text;
+  if (metadata_ != nullptr) {
+    absl::StatusOr<std::string> value = metadata_->Get(SegmentMetadataKey(name));
+    if (absl::IsNotFound(value.status())) {
+      return absl::NotFoundError(absl::StrCat("no segment named '", name, "' in ",
+                                              metadata_->Describe()));
+    }
+    YB_ASSIGN_OR_RETURN(text, std::move(value));
+  } else {
+    YB_ASSIGN_OR_RETURN(text, DescribeOverTcp(name, options_.connect_timeout));
+  }
+  YB_ASSIGN_OR_RETURN(SegmentDescriptor descriptor, DecodeSegmentDescriptor(text));
+  if (descriptor.name != name) {
+    return absl::NotFoundError(
+        absl::StrCat("segment at '", name, "' calls itself '", descriptor.name, "'"));
+  }
+  return descriptor;
+}
+
+std::shared_ptr<TcpPeer> TransferEngineImpl::MakeTcpPeer(const SegmentDescriptor& descriptor) {
+  TcpPeerOptions peer;
+  peer.segment_name = descriptor.name;
+  peer.host = descriptor.tcp_host;
+  peer.port = descriptor.tcp_port;
+  peer.epoch = descriptor.epoch;
+  peer.connections = options_.tcp_connections_per_peer;
+  peer.max_inflight_bytes = options_.tcp_max_inflight_bytes_per_peer;
+  peer.connect_timeout = options_.connect_timeout;
+  return std::make_shared<TcpPeer>(std::move(peer));
+}
+
+absl::StatusOr<SegmentHandle> TransferEngineImpl::OpenSegment(const std::string& segment_name) {
+  if (segment_name == segment_name_) return kLocalSegmentHandle;
+  {
+    absl::MutexLock lock(&segments_mu_);
+    auto it = handles_by_name_.find(segment_name);
+    if (it != handles_by_name_.end()) return it->second;
+  }
+  YB_ASSIGN_OR_RETURN(SegmentDescriptor descriptor, FetchDescriptor(segment_name));
+  auto segment = std::make_shared<PeerSegment>();
+  segment->name = segment_name;
+  {
+    absl::MutexLock lock(&segment->mu);
+    segment->tcp = MakeTcpPeer(descriptor);
+    segment->descriptor = std::make_shared<SegmentDescriptor>(std::move(descriptor));
+    segment->last_refresh = Clock::Real().Now();
+  }
+  absl::MutexLock lock(&segments_mu_);
+  auto [it, inserted] = handles_by_name_.try_emplace(segment_name, next_handle_);
+  if (inserted) {
+    segment->handle = next_handle_++;
+    segments_[segment->handle] = segment;
+  }
+  return it->second;
+}
+
+absl::Status TransferEngineImpl::CloseSegment(SegmentHandle handle) {
+  if (handle == kLocalSegmentHandle) return absl::OkStatus();
+  std::shared_ptr<PeerSegment> segment;
+  {
+    absl::MutexLock lock(&segments_mu_);
+    auto it = segments_.find(handle);
+    if (it == segments_.end()) {
+      return absl::NotFoundError(absl::StrCat("no open segment with handle ", handle));
+    }
+    segment = it->second;
+    segments_.erase(it);
+    handles_by_name_.erase(segment->name);
+  }
+  absl::MutexLock lock(&segment->mu);
+  segment->tcp->Shutdown();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<PeerSegment>> TransferEngineImpl::FindSegment(SegmentHandle handle) {
+  absl::MutexLock lock(&segments_mu_);
+  auto it = segments_.find(handle);
+  if (it == segments_.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("no open segment with handle ", handle));
+  }
+  return it->second;
+}
+
+// Re-reads the peer's descriptor (at most every kMinRefreshInterval unless forced). When the
+// epoch changed (the peer restarted) the TCP peer is replaced, so no byte reaches the new process
+// through an address meant for the old one.
+absl::Status TransferEngineImpl::Refresh(PeerSegment& segment, bool force) {
+  {
+    absl::MutexLock lock(&segment.mu);
+    if (!force && Clock::Real().Now() - segment.last_refresh < kMinRefreshInterval) {
+      return absl::OkStatus();
+    }
+    segment.last_refresh = Clock::Real().Now();
+  }
+  YB_ASSIGN_OR_RETURN(SegmentDescriptor descriptor, FetchDescriptor(segment.name));
+  std::shared_ptr<TcpPeer> old_peer;
+  {
+    absl::MutexLock lock(&segment.mu);
+    if (descriptor.epoch != segment.descriptor->epoch || segment.tcp->stale()) {
+      old_peer = std::move(segment.tcp);
+      segment.tcp = MakeTcpPeer(descriptor);
+    }
+    segment.descriptor = std::make_shared<SegmentDescriptor>(std::move(descriptor));
+    segment.shm.Retain(*segment.descriptor);
+  }
+  if (old_peer) old_peer->Shutdown();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchId> TransferEngineImpl::AllocateBatch(size_t capacity) {
+  if (capacity == 0 || capacity > options_.max_batch_size) {
+    return absl::InvalidArgumentError(absl::StrCat("batch capacity must be 1..",
+                                                   options_.max_batch_size, ", got ", capacity));
+  }
+  auto batch = std::make_shared<TransferBatch>(capacity);
+  absl::MutexLock lock(&batches_mu_);
+  BatchId id = next_batch_++;
+  batches_[id] = std::move(batch);
+  return id;
+}
+
+std::shared_ptr<TransferBatch> TransferEngineImpl::FindBatch(BatchId batch) {
+  absl::MutexLock lock(&batches_mu_);
+  auto it = batches_.find(batch);
+  return it == batches_.end() ? nullptr : it->second;
+}
+
+absl::Status TransferEngineImpl::FreeBatch(BatchId batch) {
+  absl::MutexLock lock(&batches_mu_);
+  auto it = batches_.find(batch);
+  if (it == batches_.end()) return absl::NotFoundError(absl::StrCat("no batch ", batch));
+  if (!it->second->Idle()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("batch ", batch, " still has requests in flight"));
+  }
+  batches_.erase(it);
+  return absl::OkStatus();
+}
+
+void TransferEngineImpl::RunLocal(const TransferRequest& request, TransferTask& task) {
+  absl::StatusOr<MemoryRegistry::Pin> pin =
+      registry_.Acquire(request.target_offset, request.length);
+  if (pin.ok()) {
+    void* target = reinterpret_cast<void*>(request.target_offset);
+    if (request.opcode == OpCode::kWrite) {
+      std::memmove(target, request.source, request.length);
+    } else {
+      std::memmove(request.source, target, request.length);
+    }
+  }
+  task.FinishSlice(request.length, pin.status());
+}
+
+bool TransferEngineImpl::TryShm(PeerSegment& segment, const TransferRequest& request,
+                                TransferTask& task) {
+  if (!options_.enable_shm) return false;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::shared_ptr<const SegmentDescriptor> descriptor;
+    {
+      absl::MutexLock lock(&segment.mu);
+      descriptor = segment.descriptor;
+    }
+    if (descriptor->host_id != LocalHostId()) return false;
+    ShmTarget target = segment.shm.Translate(*descriptor, request.target_offset, request.length);
+    if (target.address != nullptr) {
+      if (request.opcode == OpCode::kWrite) {
+        std::memcpy(target.address, request.source, request.length);
+      } else {
+        std::memcpy(request.source, target.address, request.length);
+      }
+      task.FinishSlice(request.length, absl::OkStatus());
+      return true;
+    }
+    // The range may be in a buffer registered after our copy of the descriptor was taken.
+    if (attempt == 0 && descriptor->FindBuffer(request.target_offset, request.length) == nullptr) {
+      if (!Refresh(segment, /*force=*/false).ok()) return false;
+      continue;
+    }
+    return false;
+  }
+  return false;
+}
+
+absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
+                                                absl::Span<const TransferRequest> requests) {
+  std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
+  if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
+  std::vector<std::shared_ptr<PeerSegment>> targets(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const TransferRequest& r = requests[i];
+    if (r.source == nullptr || r.length == 0 || r.target_offset + r.length < r.target_offset ||
+        (r.opcode != OpCode::kRead && r.opcode != OpCode::kWrite)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request ", i, ": null source, zero length, bad opcode or range overflow"));
+    }
+    if (r.target_id != kLocalSegmentHandle) {
+      YB_ASSIGN_OR_RETURN(targets[i], FindSegment(r.target_id));
+    }
+  }
+  for (const auto& target : targets) {
+    if (target == nullptr) continue;
+    bool stale;
+    {
+      absl::MutexLock lock(&target->mu);
+      stale = target->tcp->stale();
+    }
+    if (stale) (void)Refresh(*target, /*force=*/true);
+  }
+  YB_ASSIGN_OR_RETURN(size_t first, batch->Reserve(requests.size()));
+  const SteadyTime deadline = Clock::Real().Now() + options_.request_timeout;
+  // TCP first so that network transfers overlap the copies done inline below.
+  absl::flat_hash_map<PeerSegment*, std::vector<TcpSlice>> per_peer;
+  std::vector<size_t> inline_requests;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const TransferRequest& r = requests[i];
+    PeerSegment* target = targets[i].get();
+    bool same_host = false;
+    if (target != nullptr && options_.enable_shm) {
+      absl::MutexLock lock(&target->mu);
+      same_host = target->descriptor->host_id == LocalHostId();
+    }
+    if (target == nullptr || same_host) {
+      inline_requests.push_back(i);
+      continue;
+    }
+    TransferTask& task = batch->task(first + i);
+    task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
+    AppendSlices(r, &task, options_.tcp_slice_bytes, deadline, per_peer[target]);
+  }
+  for (auto& [target, slices] : per_peer) SubmitSlices(*PeerOf(*target), std::move(slices));
+  for (size_t i : inline_requests) {
+    const TransferRequest& r = requests[i];
+    TransferTask& task = batch->task(first + i);
+    task.Start(batch.get(), 1);
+    if (targets[i] == nullptr) {
+      RunLocal(r, task);
+    } else if (!TryShm(*targets[i], r, task)) {
+      // Not shm-reachable: same-host TCP.
+      task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
+      std::vector<TcpSlice> slices;
+      AppendSlices(r, &task, options_.tcp_slice_bytes, deadline, slices);
+      SubmitSlices(*PeerOf(*targets[i]), std::move(slices));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TransferStatus> TransferEngineImpl::GetTransferStatus(BatchId batch_id,
+                                                                     size_t task_id) {
+  std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
+  if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
+  if (task_id >= batch->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", task_id, " not submitted to batch ", batch_id));
+  }
+  return batch->task(task_id).Status();
+}
+
+absl::StatusOr<std::vector<TransferStatus>> TransferEngineImpl::WaitBatch(
+    BatchId batch_id, std::chrono::milliseconds timeout) {
+  std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
+  if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
+  batch->WaitIdle(timeout);
+  std::vector<TransferStatus> out(batch->size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = batch->task(i).Status();
+  return out;
+}
+
+void TransferEngineImpl::WatchdogLoop() {
+  absl::MutexLock lock(&watchdog_mu_);
+  while (!stopping_) {
+    watchdog_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(kWatchdogPeriod));
+    if (stopping_) break;
+    watchdog_mu_.Unlock();
+    std::vector<std::shared_ptr<TcpPeer>> peers;
+    {
+      absl::MutexLock segments_lock(&segments_mu_);
+      for (auto& [handle, segment] : segments_) {
+        absl::MutexLock segment_lock(&segment->mu);
+        peers.push_back(segment->tcp);
+      }
+    }
+    SteadyTime now = Clock::Real().Now();
+    for (auto& peer : peers) peer->ExpireDeadlines(now);
+    watchdog_mu_.Lock();
+  }
+}
+
+}  // namespace
+
+const char* TransferStateName(TransferState state) {
+  switch (state) {
+    case TransferState::kWaiting:
+      return "WAITING";
+    case TransferState::kPending:
+      return "PENDING";
+    case TransferState::kCompleted:
+      return "COMPLETED";
+    case TransferState::kFailed:
+      return "FAILED";
+    case TransferState::kTimeout:
+      return "TIMEOUT";
+  }
+  return "UNKNOWN";
+}
+
+absl::StatusOr<std::unique_ptr<TransferEngine>> TransferEngine::Create(
+    const TransferEngineOptions& options) {
+  auto engine = std::make_unique<TransferEngineImpl>(options);
+  YB_RETURN_IF_ERROR(engine->Init());
+  return std::unique_ptr<TransferEngine>(std::move(engine));
+}
+
+absl::Status TransferEngine::TransferSync(absl::Span<const TransferRequest> requests) {
+  if (requests.empty()) return absl::OkStatus();
+  YB_ASSIGN_OR_RETURN(BatchId batch, AllocateBatch(requests.size()));
+  absl::Status status = SubmitTransfer(batch, requests);
+  if (!status.ok()) {
+    (void)FreeBatch(batch);
+    return status;
+  }
+  // The engine makes every request final by its deadline; wait for that, whatever it takes.
+  std::vector<TransferStatus> statuses;
+  auto is_final = [](const TransferStatus& s) {
+    return s.state != TransferState::kWaiting && s.state != TransferState::kPending;
+  };
+  do {
+    YB_ASSIGN_OR_RETURN(statuses, WaitBatch(batch, std::chrono::milliseconds(1000)));
+  } while (!std::all_of(statuses.begin(), statuses.end(), is_final));
+  YB_RETURN_IF_ERROR(FreeBatch(batch));
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (statuses[i].state != TransferState::kCompleted) {
+      absl::StatusCode code = statuses[i].state == TransferState::kTimeout
+                                  ? absl::StatusCode::kDeadlineExceeded
+                                  : absl::StatusCode::kUnavailable;
+      return absl::Status(code, absl::StrCat("request ", i, " ",
+                                             TransferStateName(statuses[i].state), ": ",
+                                             statuses[i].reason));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace yuebing::transport

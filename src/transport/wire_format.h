@@ -1,0 +1,65 @@
+// The TCP transport's frame format. Every frame starts with a fixed 40-byte little-endian header;
+// WRITE requests and READ replies are followed by `length` payload bytes, HELLO requests by the
+// expected segment name, DESCRIBE replies by the segment descriptor JSON.
+//
+// A connection must start with HELLO (naming the target segment and the epoch the initiator
+// expects) before any READ or WRITE; DESCRIBE is allowed first (the P2P handshake). Replies come in
+// request order. A malformed header (bad magic/version/type, oversize length) makes the receiver
+// close the connection: the stream cannot be trusted after it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace yuebing::transport {
+
+inline constexpr uint32_t kFrameMagic = 0x31544259;  // "YBT1"
+inline constexpr uint8_t kFrameVersion = 1;
+inline constexpr size_t kFrameHeaderBytes = 40;
+// Largest payload of one READ/WRITE frame; slices are much smaller.
+inline constexpr uint64_t kMaxDataFrameBytes = 1ull << 30;
+// Largest HELLO name / DESCRIBE reply.
+inline constexpr uint64_t kMaxNameBytes = 1024;
+inline constexpr uint64_t kMaxDescriptorBytes = 16ull << 20;
+
+enum class FrameType : uint8_t {
+  kHello = 1,
+  kHelloReply = 2,
+  kWrite = 3,
+  kWriteReply = 4,
+  kRead = 5,
+  kReadReply = 6,
+  kDescribe = 7,
+  kDescribeReply = 8,
+};
+
+// Outcome carried by reply frames.
+enum class WireStatus : int32_t {
+  kOk = 0,
+  kOutOfRange = 1,     // address range not inside one registered buffer
+  kStaleEpoch = 2,     // HELLO named another segment or an older epoch
+  kProtocolError = 3,  // request not allowed in this state
+  kInternal = 4,
+};
+
+struct FrameHeader {
+  FrameType type = FrameType::kHello;
+  uint16_t flags = 0;
+  WireStatus status = WireStatus::kOk;
+  uint64_t request_id = 0;
+  uint64_t addr = 0;    // target address (READ/WRITE); epoch (HELLO, HELLO reply)
+  uint64_t length = 0;  // payload length that follows (or that is asked for, for READ)
+};
+
+void EncodeFrameHeader(const FrameHeader& header, uint8_t out[kFrameHeaderBytes]);
+
+// Validates magic, version, type, status and the length bound of the frame's type.
+// Errors: kInvalidArgument describing what is wrong.
+absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t in[kFrameHeaderBytes]);
+
+// Human-readable meaning of a reply status.
+const char* WireStatusText(WireStatus status);
+
+}  // namespace yuebing::transport
