@@ -1,0 +1,343 @@
+// In-process tests of the transfer engine: two engines in one process talking over real sockets on
+// 127.0.0.1 (TCP path), through shared memory, and locally.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "engine_test_util.h"
+#include "transport/socket_util.h"
+#include "transport/wire_format.h"
+#include "yuebing/common/http_metadata_server.h"
+#include "yuebing/transport/transfer_engine.h"
+
+namespace yuebing::transport {
+namespace {
+
+using testing::FillPattern;
+using testing::MakeEngine;
+using testing::MatchesPattern;
+
+enum class Path { kTcp, kShm };
+
+// A target engine with one registered buffer (shm-backed for Path::kShm) and an initiator.
+class EnginePair {
+ public:
+  EnginePair(Path path, size_t buffer_bytes, const std::string& metadata = "P2PHANDSHAKE")
+      : target(MakeEngine(metadata)), initiator(MakeEngine(metadata, path == Path::kShm)) {
+    if (path == Path::kShm) {
+      remote = static_cast<char*>(*target->AllocateSharedMemory(buffer_bytes));
+    } else {
+      owned.reset(static_cast<char*>(std::aligned_alloc(4096, buffer_bytes)));
+      remote = owned.get();
+      EXPECT_TRUE(target->RegisterLocalMemory(remote, buffer_bytes).ok());
+    }
+    auto h = initiator->OpenSegment(target->LocalSegmentName());
+    EXPECT_TRUE(h.ok()) << h.status();
+    handle = h.value_or(-1);
+  }
+  uint64_t RemoteAddr(size_t offset = 0) const {
+    return reinterpret_cast<uint64_t>(remote) + offset;
+  }
+
+  std::unique_ptr<TransferEngine> target;
+  std::unique_ptr<TransferEngine> initiator;
+  std::unique_ptr<char, decltype(&std::free)> owned{nullptr, &std::free};
+  char* remote = nullptr;
+  SegmentHandle handle = -1;
+};
+
+TransferRequest Request(OpCode op, void* local, SegmentHandle target, uint64_t addr, size_t len) {
+  TransferRequest r;
+  r.opcode = op;
+  r.source = local;
+  r.target_id = target;
+  r.target_offset = addr;
+  r.length = len;
+  return r;
+}
+
+class RoundTripTest : public ::testing::TestWithParam<Path> {};
+
+TEST_P(RoundTripTest, WriteThenReadBackAcrossBlockSizes) {
+  constexpr size_t kMax = 64 << 20;
+  EnginePair pair(GetParam(), kMax + 8192);
+  std::vector<char> out(kMax), in(kMax);
+  for (size_t size : {size_t{4096}, size_t{65536}, size_t{1} << 20, size_t{3} << 20 | 17,
+                      size_t{16} << 20, kMax}) {
+    SCOPED_TRACE(size);
+    FillPattern(out.data(), size, size);
+    ASSERT_TRUE(pair.initiator
+                    ->TransferSync({Request(OpCode::kWrite, out.data(), pair.handle,
+                                            pair.RemoteAddr(4096), size)})
+                    .ok());
+    ASSERT_TRUE(MatchesPattern(pair.remote + 4096, size, size)) << "target memory differs";
+    std::memset(in.data(), 0, size);
+    ASSERT_TRUE(pair.initiator
+                    ->TransferSync({Request(OpCode::kRead, in.data(), pair.handle,
+                                            pair.RemoteAddr(4096), size)})
+                    .ok());
+    ASSERT_TRUE(MatchesPattern(in.data(), size, size)) << "read-back differs";
+  }
+}
+
+TEST_P(RoundTripTest, BatchOfManyRequestsWithStatuses) {
+  constexpr size_t kBlock = 16 << 10, kCount = 200;
+  EnginePair pair(GetParam(), kBlock * kCount);
+  std::vector<char> local(kBlock * kCount);
+  for (size_t i = 0; i < kCount; ++i) FillPattern(&local[i * kBlock], kBlock, i + 1000);
+  std::vector<TransferRequest> requests;
+  for (size_t i = 0; i < kCount; ++i) {
+    requests.push_back(Request(OpCode::kWrite, &local[i * kBlock], pair.handle,
+                               pair.RemoteAddr((kCount - 1 - i) * kBlock), kBlock));
+  }
+  auto batch = pair.initiator->AllocateBatch(kCount);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE(pair.initiator->SubmitTransfer(*batch, requests).ok());
+  auto statuses = pair.initiator->WaitBatch(*batch, std::chrono::seconds(10));
+  ASSERT_TRUE(statuses.ok());
+  ASSERT_EQ(statuses->size(), kCount);
+  for (size_t i = 0; i < kCount; ++i) {
+    EXPECT_EQ((*statuses)[i].state, TransferState::kCompleted) << (*statuses)[i].reason;
+    EXPECT_EQ((*statuses)[i].transferred_bytes, kBlock);
+    auto one = pair.initiator->GetTransferStatus(*batch, i);
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ(one->state, TransferState::kCompleted);
+    EXPECT_TRUE(MatchesPattern(pair.remote + (kCount - 1 - i) * kBlock, kBlock, i + 1000));
+  }
+  EXPECT_FALSE(pair.initiator->GetTransferStatus(*batch, kCount).ok());
+  EXPECT_EQ(pair.initiator->SubmitTransfer(*batch, {requests[0]}).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(pair.initiator->FreeBatch(*batch).ok());
+  EXPECT_FALSE(pair.initiator->FreeBatch(*batch).ok());
+}
+
+TEST_P(RoundTripTest, ManyThreadsWriteAndReadDisjointRanges) {
+  constexpr size_t kThreads = 6, kBlock = 256 << 10, kRounds = 20;
+  EnginePair pair(GetParam(), kThreads * kBlock);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<char> out(kBlock), in(kBlock);
+      for (size_t round = 0; round < kRounds; ++round) {
+        uint64_t seed = t * 1000 + round;
+        FillPattern(out.data(), kBlock, seed);
+        uint64_t addr = pair.RemoteAddr(t * kBlock);
+        if (!pair.initiator->TransferSync({Request(OpCode::kWrite, out.data(), pair.handle, addr,
+                                                   kBlock)})
+                 .ok() ||
+            !pair.initiator->TransferSync({Request(OpCode::kRead, in.data(), pair.handle, addr,
+                                                   kBlock)})
+                 .ok() ||
+            !MatchesPattern(in.data(), kBlock, seed)) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_P(RoundTripTest, OutOfRangeAddressIsRefusedAndNothingIsWritten) {
+  constexpr size_t kSize = 1 << 20;
+  EnginePair pair(GetParam(), kSize);
+  std::memset(pair.remote, 0x5a, kSize);
+  std::vector<char> local(8192, 1);
+  for (auto [addr, len] : {std::pair<uint64_t, size_t>{pair.RemoteAddr(kSize - 100), 4096},
+                           std::pair<uint64_t, size_t>{pair.RemoteAddr() - 4096, 4096},
+                           std::pair<uint64_t, size_t>{0x10, 8},
+                           std::pair<uint64_t, size_t>{pair.RemoteAddr(kSize), 1}}) {
+    absl::Status status =
+        pair.initiator->TransferSync({Request(OpCode::kWrite, local.data(), pair.handle, addr, len)});
+    EXPECT_FALSE(status.ok()) << "write to 0x" << std::hex << addr << " accepted";
+    status = pair.initiator->TransferSync(
+        {Request(OpCode::kRead, local.data(), pair.handle, addr, len)});
+    EXPECT_FALSE(status.ok());
+  }
+  for (size_t i = 0; i < kSize; ++i) ASSERT_EQ(pair.remote[i], 0x5a) << "byte " << i << " changed";
+  // The engine keeps working after refusals.
+  EXPECT_TRUE(pair.initiator
+                  ->TransferSync({Request(OpCode::kWrite, local.data(), pair.handle,
+                                          pair.RemoteAddr(), 4096)})
+                  .ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, RoundTripTest, ::testing::Values(Path::kTcp, Path::kShm),
+                         [](const auto& info) { return info.param == Path::kTcp ? "Tcp" : "Shm"; });
+
+TEST(TransferEngineTest, LocalSegmentCopiesAndChecksRanges) {
+  auto engine = MakeEngine();
+  std::vector<char> registered(1 << 20), local(4096);
+  ASSERT_TRUE(engine->RegisterLocalMemory(registered.data(), registered.size()).ok());
+  auto handle = engine->OpenSegment(engine->LocalSegmentName());
+  ASSERT_TRUE(handle.ok());
+  EXPECT_EQ(*handle, kLocalSegmentHandle);
+  FillPattern(local.data(), local.size(), 7);
+  uint64_t addr = reinterpret_cast<uint64_t>(registered.data()) + 100;
+  ASSERT_TRUE(engine->TransferSync({Request(OpCode::kWrite, local.data(), *handle, addr, 4096)}).ok());
+  EXPECT_TRUE(MatchesPattern(registered.data() + 100, 4096, 7));
+  EXPECT_FALSE(engine
+                   ->TransferSync({Request(OpCode::kWrite, local.data(), *handle,
+                                           addr + registered.size() - 200, 4096)})
+                   .ok());
+}
+
+TEST(TransferEngineTest, RegistrationErrors) {
+  auto engine = MakeEngine();
+  std::vector<char> memory(1 << 16);
+  EXPECT_EQ(engine->RegisterLocalMemory(memory.data(), 0).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine->RegisterLocalMemory(nullptr, 10).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(engine->RegisterLocalMemory(memory.data(), 4096).ok());
+  EXPECT_EQ(engine->RegisterLocalMemory(memory.data() + 100, 100).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(engine->RegisterLocalMemory(memory.data() + 4096, 4096).ok());
+  EXPECT_EQ(engine->UnregisterLocalMemory(memory.data() + 1).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(engine->UnregisterLocalMemory(memory.data()).ok());
+  EXPECT_EQ(engine->UnregisterLocalMemory(memory.data()).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(engine->FreeSharedMemory(memory.data()).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(TransferEngineTest, InvalidRequestsAreRejectedWithoutSubmitting) {
+  EnginePair pair(Path::kTcp, 1 << 16);
+  std::vector<char> local(4096);
+  auto batch = pair.initiator->AllocateBatch(4);
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(pair.initiator->SubmitTransfer(*batch, {Request(OpCode::kWrite, nullptr, pair.handle,
+                                                            pair.RemoteAddr(), 10)})
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pair.initiator->SubmitTransfer(*batch, {Request(OpCode::kWrite, local.data(),
+                                                            pair.handle, pair.RemoteAddr(), 0)})
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(pair.initiator->SubmitTransfer(*batch, {Request(OpCode::kWrite, local.data(), 999,
+                                                            pair.RemoteAddr(), 10)})
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(pair.initiator->SubmitTransfer(*batch + 100, {}).ok());
+  EXPECT_FALSE(pair.initiator->AllocateBatch(0).ok());
+  auto statuses = pair.initiator->WaitBatch(*batch, std::chrono::milliseconds(10));
+  ASSERT_TRUE(statuses.ok());
+  EXPECT_TRUE(statuses->empty()) << "rejected submissions must not occupy batch slots";
+  EXPECT_EQ(pair.initiator->OpenSegment("127.0.0.1:1").status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(TransferEngineTest, HttpMetadataBackendPublishesAndResolvesSegments) {
+  auto server = HttpMetadataServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::string metadata = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/metadata";
+  EnginePair pair(Path::kTcp, 1 << 20, metadata);
+  ASSERT_GE(pair.handle, 1);
+  std::vector<char> out(1 << 20);
+  FillPattern(out.data(), out.size(), 3);
+  ASSERT_TRUE(pair.initiator
+                  ->TransferSync({Request(OpCode::kWrite, out.data(), pair.handle,
+                                          pair.RemoteAddr(), out.size())})
+                  .ok());
+  EXPECT_TRUE(MatchesPattern(pair.remote, out.size(), 3));
+  EXPECT_EQ(pair.initiator->OpenSegment("127.0.0.1:9").status().code(),
+            absl::StatusCode::kNotFound);
+  size_t keys = (*server)->KeyCount();
+  pair.target.reset();
+  EXPECT_EQ((*server)->KeyCount(), keys - 1) << "a stopped engine removes its descriptor";
+}
+
+TEST(TransferEngineTest, RestartedPeerOnSamePortIsFencedByEpoch) {
+  auto initiator = MakeEngine("P2PHANDSHAKE", /*enable_shm=*/false);
+  std::vector<char> memory(1 << 16), local(4096, 7);
+  std::string name;
+  SegmentHandle handle;
+  uint16_t port;
+  {
+    auto target = MakeEngine();
+    ASSERT_TRUE(target->RegisterLocalMemory(memory.data(), memory.size()).ok());
+    name = target->LocalSegmentName();
+    port = target->RpcPort();
+    handle = *initiator->OpenSegment(name);
+    ASSERT_TRUE(initiator
+                    ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+                                            reinterpret_cast<uint64_t>(memory.data()), 4096)})
+                    .ok());
+  }
+  TransferEngineOptions options;
+  options.local_server_name = "127.0.0.1:" + std::to_string(port);
+  auto restarted = TransferEngine::Create(options);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  ASSERT_TRUE((*restarted)->RegisterLocalMemory(memory.data(), memory.size()).ok());
+  std::memset(memory.data(), 0, memory.size());
+  absl::Status status = initiator->TransferSync(
+      {Request(OpCode::kWrite, local.data(), handle, reinterpret_cast<uint64_t>(memory.data()),
+               4096)});
+  EXPECT_FALSE(status.ok()) << "a write meant for the old process reached the new one";
+  EXPECT_EQ(memory[0], 0);
+  // After the failure the engine re-reads the descriptor; new transfers use the new epoch.
+  EXPECT_TRUE(initiator
+                  ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+                                          reinterpret_cast<uint64_t>(memory.data()), 4096)})
+                  .ok());
+  EXPECT_EQ(memory[0], 7);
+}
+
+// Sends raw bytes to an engine's port and reports whether the engine closed the connection.
+bool ServerClosesAfter(uint16_t port, const std::vector<uint8_t>& bytes) {
+  auto fd = ConnectTcp("127.0.0.1", port, std::chrono::milliseconds(1000));
+  if (!fd.ok()) return false;
+  timeval tv{2, 0};
+  setsockopt(*fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  (void)SendAll(*fd, bytes.data(), bytes.size());
+  char buffer[256];
+  bool closed = false;
+  while (true) {
+    ssize_t n = recv(*fd, buffer, sizeof(buffer), 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+      closed = true;
+      break;
+    }
+    if (n < 0) break;  // timed out: still open
+  }
+  CloseFd(*fd);
+  return closed;
+}
+
+TEST(TransferEngineTest, MalformedFramesCloseTheConnectionAndNothingIsWritten) {
+  EnginePair pair(Path::kTcp, 1 << 16);
+  std::memset(pair.remote, 0x11, 1 << 16);
+  std::vector<uint8_t> garbage(64, 0xab);
+  EXPECT_TRUE(ServerClosesAfter(pair.target->RpcPort(), garbage));
+
+  FrameHeader write;
+  write.type = FrameType::kWrite;
+  write.addr = pair.RemoteAddr();
+  write.length = 16;
+  std::vector<uint8_t> frame(kFrameHeaderBytes + 16, 0xee);
+  EncodeFrameHeader(write, frame.data());
+  EXPECT_TRUE(ServerClosesAfter(pair.target->RpcPort(), frame)) << "WRITE before HELLO";
+
+  write.type = FrameType::kWriteReply;  // a reply type sent to a server
+  EncodeFrameHeader(write, frame.data());
+  EXPECT_TRUE(ServerClosesAfter(pair.target->RpcPort(), frame));
+
+  write.type = FrameType::kHello;  // HELLO for another segment
+  write.addr = 0;
+  write.length = 3;
+  std::vector<uint8_t> hello(kFrameHeaderBytes + 3, 'x');
+  EncodeFrameHeader(write, hello.data());
+  EXPECT_TRUE(ServerClosesAfter(pair.target->RpcPort(), hello));
+
+  for (int i = 0; i < (1 << 16); ++i) ASSERT_EQ(pair.remote[i], 0x11);
+  std::vector<char> local(4096, 2);
+  EXPECT_TRUE(pair.initiator
+                  ->TransferSync({Request(OpCode::kWrite, local.data(), pair.handle,
+                                          pair.RemoteAddr(), 4096)})
+                  .ok())
+      << "the server keeps serving well-formed peers";
+}
+
+}  // namespace
+}  // namespace yuebing::transport
