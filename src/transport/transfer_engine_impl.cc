@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -132,6 +133,13 @@ class TransferEngineImpl final : public TransferEngine {
   absl::StatusOr<TransferStatus> GetTransferStatus(BatchId batch, size_t task_id) override;
   absl::StatusOr<std::vector<TransferStatus>> WaitBatch(BatchId batch,
                                                         std::chrono::milliseconds timeout) override;
+  TransferEngineStats Stats() const override {
+    TransferEngineStats stats;
+    stats.local_bytes = local_bytes_.load(std::memory_order_relaxed);
+    stats.shm_bytes = shm_bytes_.load(std::memory_order_relaxed);
+    stats.tcp_bytes = tcp_bytes_.load(std::memory_order_relaxed);
+    return stats;
+  }
 
  private:
   absl::Status Register(const RegisteredBuffer& buffer);
@@ -176,6 +184,10 @@ class TransferEngineImpl final : public TransferEngine {
   absl::flat_hash_map<BatchId, std::shared_ptr<TransferBatch>> batches_
       ABSL_GUARDED_BY(batches_mu_);
   BatchId next_batch_ ABSL_GUARDED_BY(batches_mu_) = 1;
+
+  std::atomic<uint64_t> local_bytes_{0};
+  std::atomic<uint64_t> shm_bytes_{0};
+  std::atomic<uint64_t> tcp_bytes_{0};
 
   absl::Mutex watchdog_mu_;
   bool stopping_ ABSL_GUARDED_BY(watchdog_mu_) = false;
@@ -502,6 +514,7 @@ void TransferEngineImpl::RunLocal(const TransferRequest& request, TransferTask& 
       std::memmove(request.source, target, request.length);
     }
   }
+  if (pin.ok()) local_bytes_.fetch_add(request.length, std::memory_order_relaxed);
   task.FinishSlice(request.length, pin.status());
 }
 
@@ -522,6 +535,7 @@ bool TransferEngineImpl::TryShm(PeerSegment& segment, const TransferRequest& req
       } else {
         std::memcpy(request.source, target.address, request.length);
       }
+      shm_bytes_.fetch_add(request.length, std::memory_order_relaxed);
       task.FinishSlice(request.length, absl::OkStatus());
       return true;
     }
@@ -579,6 +593,7 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
     }
     TransferTask& task = batch->task(first + i);
     task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
+    tcp_bytes_.fetch_add(r.length, std::memory_order_relaxed);
     AppendSlices(r, &task, options_.tcp_slice_bytes, deadline, per_peer[target]);
   }
   for (auto& [target, slices] : per_peer) SubmitSlices(*PeerOf(*target), std::move(slices));
@@ -591,6 +606,7 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
     } else if (!TryShm(*targets[i], r, task)) {
       // Not shm-reachable: same-host TCP.
       task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
+      tcp_bytes_.fetch_add(r.length, std::memory_order_relaxed);
       std::vector<TcpSlice> slices;
       AppendSlices(r, &task, options_.tcp_slice_bytes, deadline, slices);
       SubmitSlices(*PeerOf(*targets[i]), std::move(slices));

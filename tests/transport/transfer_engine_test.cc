@@ -81,6 +81,9 @@ TEST_P(RoundTripTest, WriteThenReadBackAcrossBlockSizes) {
                     .ok());
     ASSERT_TRUE(MatchesPattern(in.data(), size, size)) << "read-back differs";
   }
+  TransferEngineStats stats = pair.initiator->Stats();
+  EXPECT_EQ(GetParam() == Path::kShm ? stats.tcp_bytes : stats.shm_bytes, 0u)
+      << "requests took the wrong path";
 }
 
 TEST_P(RoundTripTest, BatchOfManyRequestsWithStatuses) {

@@ -55,6 +55,13 @@ struct TransferStatus {
   std::string reason;  // empty unless FAILED/TIMEOUT
 };
 
+// Bytes moved by each path since the engine started (initiator side), for metrics and tests.
+struct TransferEngineStats {
+  uint64_t local_bytes = 0;
+  uint64_t shm_bytes = 0;
+  uint64_t tcp_bytes = 0;  // bytes of requests routed to TCP (completed or not)
+};
+
 struct TransferEngineOptions {
   // "P2PHANDSHAKE", "http://host:port/metadata" or "etcd://host:port[,host:port...]".
   std::string metadata_conn = "P2PHANDSHAKE";
@@ -130,6 +137,8 @@ class TransferEngine {
   // Blocks until every request of the batch is final or `timeout` passes; returns the statuses.
   virtual absl::StatusOr<std::vector<TransferStatus>> WaitBatch(BatchId batch,
                                                                 std::chrono::milliseconds timeout) = 0;
+
+  virtual TransferEngineStats Stats() const = 0;
 
   // Convenience: allocate a batch, submit, wait, free. OK only if every request COMPLETED;
   // otherwise the first failure's reason.

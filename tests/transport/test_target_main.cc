@@ -1,0 +1,50 @@
+// yb_test_target: a transfer engine target in its own process, for multi-process tests.
+// Usage: yb_test_target [--metadata=CONN] [--size=BYTES] [--shm]
+// Registers one buffer (shm-backed with --shm), prints "READY <segment> <addr> <length>" and
+// serves until SIGTERM/SIGINT.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "yuebing/transport/transfer_engine.h"
+
+int main(int argc, char** argv) {
+  yuebing::transport::TransferEngineOptions options;
+  size_t size = 64 << 20;
+  bool shm = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--metadata=", 0) == 0) options.metadata_conn = arg.substr(11);
+    if (arg.rfind("--size=", 0) == 0) size = std::stoull(arg.substr(7));
+    if (arg == "--shm") shm = true;
+  }
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto engine = yuebing::transport::TransferEngine::Create(options);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "engine: %s\n", engine.status().ToString().c_str());
+    return 1;
+  }
+  void* buffer = nullptr;
+  if (shm) {
+    auto allocated = (*engine)->AllocateSharedMemory(size);
+    if (!allocated.ok()) return 2;
+    buffer = *allocated;
+  } else {
+    buffer = std::aligned_alloc(4096, size);
+    if (!(*engine)->RegisterLocalMemory(buffer, size).ok()) return 2;
+  }
+  std::memset(buffer, 0, size);
+  std::printf("READY %s %lu %zu\n", (*engine)->LocalSegmentName().c_str(),
+              reinterpret_cast<unsigned long>(buffer), size);
+  std::fflush(stdout);
+  int signo = 0;
+  sigwait(&signals, &signo);
+  return 0;
+}
