@@ -1,0 +1,128 @@
+// The master's logic: segment registry, object index, allocation, leases, eviction and client
+// liveness. It never touches object bytes. No networking here: the gRPC layer (src/master/
+// grpc_master_server.*) and tests call it directly. Time comes from the injected Clock, so tests
+// drive leases, TTLs and timeouts with a FakeClock.
+//
+// Thread safety: every method is thread-safe. The object index is sharded; calls on different keys
+// rarely contend.
+//
+// Errors carry Mooncake numeric codes (yuebing/common/error_code.h):
+//   kInvalidParams (-600)        bad key (empty, > kMaxKeyBytes), zero size, replica_num 0, ...
+//   kObjectNotFound (-704)       no such key, or not complete yet (Get/Exist treat in-progress as
+//                                absent)
+//   kObjectAlreadyExists (-705)  PutStart of a key that exists (complete or being written by
+//                                someone else within put_start_discard_timeout)
+//   kObjectHasLease (-706)       Remove of a leased object without force
+//   kNoAvailableHandle (-200)    no segment has room even after eviction
+//   kSegmentAlreadyExists (-102) mounting a name already mounted by another live client
+//   kSegmentNotFound (-101), kClientNotFound (-103), kIllegalClient (-601) for PutEnd/PutRevoke
+//                                by a client other than the writer
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "yuebing/common/clock.h"
+#include "yuebing/master/types.h"
+
+namespace yuebing::master {
+
+struct MasterOptions {
+  std::chrono::milliseconds default_kv_lease_ttl{10000};
+  std::chrono::milliseconds default_kv_soft_pin_ttl{30 * 60 * 1000};
+  double eviction_high_watermark_ratio = 0.90;
+  double eviction_ratio = 0.05;
+  bool allow_evict_soft_pinned_objects = true;
+  std::chrono::milliseconds client_ttl{10000};
+  // An unfinished put older than this may be taken over by another PutStart of the same key.
+  std::chrono::milliseconds put_start_discard_timeout{30000};
+  // An unfinished put older than this is revoked by Tick() and its space freed.
+  std::chrono::milliseconds put_start_release_timeout{600000};
+  uint32_t num_shards = 64;
+  uint32_t max_key_bytes = 4096;
+  // Objects are placed at this alignment inside segments.
+  uint32_t allocation_alignment = 64;
+};
+
+class MasterService {
+ public:
+  static constexpr size_t kMaxBatch = 4096;
+
+  explicit MasterService(MasterOptions options, Clock& clock = Clock::Real());
+  ~MasterService();
+  MasterService(const MasterService&) = delete;
+  MasterService& operator=(const MasterService&) = delete;
+
+  // --- clients and segments ---
+  // Mounts a segment for `client` (registering the client if new) and returns the mount epoch
+  // (unique, increasing). Mounting the same (client, name, base, size) again returns the existing
+  // epoch. A name held by another client whose TTL expired is taken over: its objects are dropped
+  // first. Errors: kInvalidParams (empty name, zero size), kSegmentAlreadyExists.
+  absl::StatusOr<uint64_t> MountSegment(const ClientId& client, const Segment& segment);
+  // Unmounts: replicas on the segment are dropped; objects left with none are removed (in-progress
+  // puts to it are revoked). Errors: kSegmentNotFound, kIllegalClient (owned by another client).
+  absl::Status UnmountSegment(const ClientId& client, const std::string& name);
+  // Records liveness. kNeedRemount when the master does not know the client (restart, or its TTL
+  // expired and its segments were unmounted).
+  ClientState Ping(const ClientId& client);
+
+  // --- writes ---
+  // Allocates min(replica_num, segments with room) replicas (>= 1), each on a distinct segment,
+  // and records the object as in progress (invisible to readers).
+  absl::StatusOr<std::vector<Replica>> PutStart(const ClientId& client, const std::string& key,
+                                                uint64_t size, const ReplicateConfig& config);
+  // Makes the object visible with its checksum. Errors: kObjectNotFound, kIllegalClient.
+  absl::Status PutEnd(const ClientId& client, const std::string& key, uint64_t checksum);
+  // Abandons an in-progress put and frees its space.
+  absl::Status PutRevoke(const ClientId& client, const std::string& key);
+  // Like PutStart, but an existing complete object is replaced when the new put ends; the old
+  // replicas stay readable until then and are freed once no read lease covers them.
+  absl::StatusOr<std::vector<Replica>> UpsertStart(const ClientId& client, const std::string& key,
+                                                   uint64_t size, const ReplicateConfig& config);
+
+  // --- reads ---
+  // Replicas of a complete object; grants (extends) a read lease of default_kv_lease_ttl.
+  absl::StatusOr<ObjectLocation> GetReplicaList(const std::string& key);
+  // True when a complete object exists (no lease granted).
+  bool Exist(const std::string& key);
+  absl::StatusOr<uint64_t> GetSize(const std::string& key);
+
+  // --- removal ---
+  absl::Status Remove(const std::string& key, bool force = false);
+  // Removes complete objects whose key fully matches the RE2/std regex; returns how many.
+  // Leased objects are skipped unless force. Errors: kInvalidParams (bad regex).
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force = false);
+  uint64_t RemoveAll(bool force = false);
+
+  // --- batch forms: one result per key, in order; at most kMaxBatch keys ---
+  std::vector<absl::StatusOr<std::vector<Replica>>> BatchPutStart(
+      const ClientId& client, const std::vector<std::string>& keys,
+      const std::vector<uint64_t>& sizes, const ReplicateConfig& config);
+  std::vector<absl::Status> BatchPutEnd(const ClientId& client, const std::vector<std::string>& keys,
+                                        const std::vector<uint64_t>& checksums);
+  std::vector<absl::Status> BatchPutRevoke(const ClientId& client,
+                                           const std::vector<std::string>& keys);
+  std::vector<absl::StatusOr<ObjectLocation>> BatchGetReplicaList(
+      const std::vector<std::string>& keys);
+  std::vector<bool> BatchExist(const std::vector<std::string>& keys);
+  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force = false);
+
+  // Periodic maintenance, run about every 100 ms by the server and explicitly by tests: expires
+  // clients past client_ttl (unmounting their segments and revoking their puts), revokes puts
+  // older than put_start_release_timeout, frees replaced replicas whose leases ended, and evicts
+  // when usage is above the high watermark.
+  void Tick();
+
+  MasterStats Stats() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yuebing::master
