@@ -9,6 +9,8 @@
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 #include "subcommands.h"
 
 namespace {
@@ -24,6 +26,8 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
+  // Engine logs go to stderr: stdout carries only READY lines and reports, for scripts.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("yuebing-bench"));
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr, "%s\n", kUsage);
     return 2;
