@@ -42,6 +42,7 @@ WORK=$(mktemp -d)
 : >"$RESULTS"
 BG_PIDS=()
 FAILED=0
+FELL_BACK=0
 
 # shellcheck disable=SC2317  # invoked by trap
 cleanup() {
@@ -75,6 +76,10 @@ record() {
     return
   fi
   R[$label]+="$json"$'\n'
+  if [[ $label == shm_* && $(field "$json" path_tcp_bytes) != 0 ]]; then
+    echo "  WARNING: $label moved $(field "$json" path_tcp_bytes) bytes over TCP, not shm" >&2
+    FELL_BACK=1
+  fi
   echo "{\"label\":\"$label\",${json#\{}" >>"$RESULTS"
 }
 
@@ -235,6 +240,7 @@ for op in write read; do
     "$(get pingpong_4KB rtt_p50_us)" "(ping-pong)" lt 50
   row "yuebing tcp $op 4KB b=1 p99" "$(get "tcp_${op}_4KB_lat" batch_p99_us)" us
 done
+[[ $FELL_BACK == 1 ]] && echo "WARNING: some shm runs fell back to TCP (see above)"
 echo "raw JSON: $RESULTS; wall time $(($(date +%s) - started)) s"
 
 [[ $FAILED == 1 ]] && exit 1

@@ -337,6 +337,12 @@ absl::Status RunInitiator(const Params& p) {
   report.Add("batches_per_s", seconds > 0 ? static_cast<double>(summary.count) / seconds : 0.0);
   report.AddLatency("batch", summary);
   report.Add("verify", verify);
+  // Which paths carried the bytes (whole run: warm-up, timed phase and verification), so a
+  // script can tell an shm run that fell back to TCP.
+  const transport::TransferEngineStats paths = engine->Stats();
+  report.Add("path_shm_bytes", paths.shm_bytes);
+  report.Add("path_tcp_bytes", paths.tcp_bytes);
+  report.Add("path_local_bytes", paths.local_bytes);
   report.Print(p.json);
 
   YB_RETURN_IF_ERROR(engine->UnregisterLocalMemory(local.data()));
