@@ -1,0 +1,128 @@
+// The store client: Put/Get/Exist/Remove of immutable objects, batch and zero-copy forms, against
+// a yuebing-master (metadata) and the transfer engine (bytes). Optionally contributes a memory
+// segment of `global_segment_size` bytes (shared-memory backed, so same-host clients read it with
+// one memcpy).
+//
+// Guarantees: a Get returns exactly the bytes of a completed Put of that key, or a miss. With
+// checksums on (the default) every read is verified against the checksum recorded at PutEnd; a
+// mismatch is a miss (the next replica is tried) and is counted in Stats().checksum_failures.
+// A read that outlives its lease fails with kLeaseExpired rather than returning bytes that may
+// have been reused.
+// Objects are immutable: Put of an existing key succeeds without writing (the first value stays);
+// Upsert replaces.
+//
+// Thread safety: all methods are thread-safe. Every call ends within its deadlines (rpc_timeout for
+// each master call, transfer_timeout for data movement).
+// Errors carry Mooncake codes (yuebing/common/error_code.h): kObjectNotFound on a miss,
+// kInvalidParams for bad arguments, kNoAvailableHandle when the cluster is full, kRpcFail when the
+// master cannot be reached, kTransferFail when no replica could be moved.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "yuebing/master/types.h"
+#include "yuebing/transport/transfer_engine.h"
+
+namespace yuebing::store {
+
+struct ClientConfig {
+  std::string local_hostname = "127.0.0.1";  // host (and optional port) of the transfer engine
+  std::string metadata_server = "P2PHANDSHAKE";
+  uint64_t global_segment_size = 0;           // bytes contributed to the cluster (0: none)
+  uint64_t local_buffer_size = 16ull << 20;   // accepted for compatibility; reads need no staging
+  std::string protocol = "tcp";
+  std::string device_name;
+  std::string master_server_address = "127.0.0.1:50051";
+  std::chrono::milliseconds rpc_timeout{5000};
+  std::chrono::milliseconds transfer_timeout{10000};
+  std::chrono::milliseconds ping_interval{1000};
+  bool enable_checksum = true;
+  bool enable_shm = true;
+};
+
+struct ClientStats {
+  uint64_t puts = 0;
+  uint64_t gets = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t checksum_failures = 0;
+  uint64_t lease_expired = 0;
+  uint64_t replica_failovers = 0;  // reads that moved on to another replica
+};
+
+class Client {
+ public:
+  // Starts the transfer engine, connects to the master and mounts the global segment.
+  // Errors: kInvalidParams (bad config), kRpcFail (master unreachable), engine errors.
+  static absl::StatusOr<std::unique_ptr<Client>> Create(const ClientConfig& config);
+  virtual ~Client() = default;  // unmounts the segment and stops the engine
+
+  // --- single object ---
+  virtual absl::Status Put(const std::string& key, absl::string_view value,
+                           const master::ReplicateConfig& config = {}) = 0;
+  // Put of a value given in parts (concatenated).
+  virtual absl::Status PutParts(const std::string& key, absl::Span<const absl::string_view> parts,
+                                const master::ReplicateConfig& config = {}) = 0;
+  virtual absl::Status Upsert(const std::string& key, absl::string_view value,
+                              const master::ReplicateConfig& config = {}) = 0;
+  virtual absl::StatusOr<std::string> Get(const std::string& key) = 0;
+  // Reads into [buffer, buffer+capacity); returns the object size. kInvalidParams when the
+  // buffer is too small (nothing read).
+  virtual absl::StatusOr<uint64_t> GetInto(const std::string& key, void* buffer,
+                                           uint64_t capacity) = 0;
+  virtual absl::StatusOr<bool> IsExist(const std::string& key) = 0;
+  virtual absl::StatusOr<uint64_t> GetSize(const std::string& key) = 0;
+  virtual absl::Status Remove(const std::string& key, bool force = false) = 0;
+  virtual absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern,
+                                                 bool force = false) = 0;
+  virtual absl::StatusOr<uint64_t> RemoveAll(bool force = false) = 0;
+
+  // --- batches: one result per key, in order ---
+  struct Buffer {
+    void* data = nullptr;
+    uint64_t size = 0;
+  };
+  virtual std::vector<absl::Status> BatchPut(const std::vector<std::string>& keys,
+                                             const std::vector<absl::string_view>& values,
+                                             const master::ReplicateConfig& config = {},
+                                             bool upsert = false) = 0;
+  // Writes each object from its list of parts (concatenated in order).
+  virtual std::vector<absl::Status> BatchPutParts(
+      const std::vector<std::string>& keys,
+      const std::vector<std::vector<absl::string_view>>& parts,
+      const master::ReplicateConfig& config = {}, bool upsert = false) = 0;
+  virtual std::vector<absl::StatusOr<std::string>> BatchGet(
+      const std::vector<std::string>& keys) = 0;
+  // Reads each object into its list of buffers, filling them in order. Returns bytes read.
+  virtual std::vector<absl::StatusOr<uint64_t>> BatchGetIntoParts(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers) = 0;
+  virtual std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
+                                                             const std::vector<Buffer>& buffers) = 0;
+  virtual std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) = 0;
+  virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,
+                                                bool force = false) = 0;
+
+  // --- memory ---
+  // Registers user memory with the transfer engine (for zero-copy use by peers; optional for
+  // put_from/get_into on this client).
+  virtual absl::Status RegisterBuffer(void* data, uint64_t size) = 0;
+  virtual absl::Status UnregisterBuffer(void* data) = 0;
+
+  // OK when the master answers.
+  virtual absl::Status HealthCheck() = 0;
+  // This client's transfer engine segment name ("host:port").
+  virtual const std::string& SegmentName() const = 0;
+  virtual const master::ClientId& Id() const = 0;
+  virtual ClientStats Stats() const = 0;
+  virtual transport::TransferEngine& Engine() = 0;
+};
+
+}  // namespace yuebing::store

@@ -1,0 +1,658 @@
+// Store client implementation: metadata through MasterClient, bytes through the transfer engine.
+#include "yuebing/store/client.h"
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "store/master_client.h"
+#include "transport/socket_util.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::store {
+namespace {
+
+using master::ObjectLocation;
+using master::Replica;
+using transport::OpCode;
+using transport::SegmentHandle;
+using transport::TransferRequest;
+using transport::TransferState;
+using transport::TransferStatus;
+
+constexpr size_t kMaxKeyBytes = 4096;
+
+std::string RandomClientId() {
+  std::random_device device;
+  return absl::StrCat(absl::Hex(uint64_t{device()} << 32 | device(), absl::kZeroPad16),
+                      absl::Hex(uint64_t{device()} << 32 | device(), absl::kZeroPad16));
+}
+
+uint64_t Checksum(absl::Span<const absl::string_view> parts) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  for (absl::string_view part : parts) XXH3_64bits_update(&state, part.data(), part.size());
+  uint64_t value = XXH3_64bits_digest(&state);
+  return value == 0 ? 1 : value;  // 0 means "no checksum recorded"
+}
+
+std::string HostOf(const std::string& segment_name) {
+  absl::StatusOr<transport::HostPort> parsed = transport::ParseHostPort(segment_name);
+  return parsed.ok() ? parsed->host : segment_name;
+}
+
+bool IsFinal(TransferState state) {
+  return state == TransferState::kCompleted || state == TransferState::kFailed ||
+         state == TransferState::kTimeout;
+}
+
+absl::Status ValidateKey(const std::string& key) {
+  if (key.empty() || key.size() > kMaxKeyBytes) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     absl::StrCat("key must be 1..", kMaxKeyBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+class ClientImpl final : public Client {
+ public:
+  explicit ClientImpl(const ClientConfig& config) : config_(config), id_(RandomClientId()) {}
+  ~ClientImpl() override;
+
+  absl::Status Init();
+
+  absl::Status Put(const std::string& key, absl::string_view value,
+                   const master::ReplicateConfig& config) override {
+    return BatchPutParts({key}, {{value}}, config, false)[0];
+  }
+  absl::Status PutParts(const std::string& key, absl::Span<const absl::string_view> parts,
+                        const master::ReplicateConfig& config) override {
+    return BatchPutParts({key}, {std::vector<absl::string_view>(parts.begin(), parts.end())},
+                         config, false)[0];
+  }
+  absl::Status Upsert(const std::string& key, absl::string_view value,
+                      const master::ReplicateConfig& config) override {
+    return BatchPutParts({key}, {{value}}, config, true)[0];
+  }
+  absl::StatusOr<std::string> Get(const std::string& key) override {
+    return std::move(BatchGet({key})[0]);
+  }
+  absl::StatusOr<uint64_t> GetInto(const std::string& key, void* buffer,
+                                   uint64_t capacity) override {
+    return std::move(BatchGetInto({key}, {Buffer{buffer, capacity}})[0]);
+  }
+  absl::StatusOr<bool> IsExist(const std::string& key) override {
+    return std::move(BatchIsExist({key})[0]);
+  }
+  absl::StatusOr<uint64_t> GetSize(const std::string& key) override {
+    YB_RETURN_IF_ERROR(ValidateKey(key));
+    return master_->GetSize(key);
+  }
+  absl::Status Remove(const std::string& key, bool force) override {
+    return BatchRemove({key}, force)[0];
+  }
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
+    return master_->RemoveByRegex(pattern, force);
+  }
+  absl::StatusOr<uint64_t> RemoveAll(bool force) override { return master_->RemoveAll(force); }
+
+  std::vector<absl::Status> BatchPut(const std::vector<std::string>& keys,
+                                     const std::vector<absl::string_view>& values,
+                                     const master::ReplicateConfig& config, bool upsert) override;
+  std::vector<absl::Status> BatchPutParts(const std::vector<std::string>& keys,
+                                          const std::vector<std::vector<absl::string_view>>& parts,
+                                          const master::ReplicateConfig& config,
+                                          bool upsert) override;
+  std::vector<absl::StatusOr<std::string>> BatchGet(const std::vector<std::string>& keys) override;
+  std::vector<absl::StatusOr<uint64_t>> BatchGetIntoParts(
+      const std::vector<std::string>& keys,
+      const std::vector<std::vector<Buffer>>& buffers) override;
+  std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
+                                                     const std::vector<Buffer>& buffers) override;
+  std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) override;
+  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
+
+  absl::Status RegisterBuffer(void* data, uint64_t size) override {
+    return engine_->RegisterLocalMemory(data, size);
+  }
+  absl::Status UnregisterBuffer(void* data) override {
+    return engine_->UnregisterLocalMemory(data);
+  }
+  absl::Status HealthCheck() override { return master_->Ping(id_).status(); }
+  const std::string& SegmentName() const override { return engine_->LocalSegmentName(); }
+  const master::ClientId& Id() const override { return id_; }
+  ClientStats Stats() const override;
+  transport::TransferEngine& Engine() override { return *engine_; }
+
+ private:
+  // Replica lists of `keys` and when they were asked for (a read lease counts from then).
+  struct Lookup {
+    std::vector<absl::StatusOr<ObjectLocation>> locations;
+    std::chrono::steady_clock::time_point asked_at;
+  };
+  Lookup LookUp(const std::vector<std::string>& keys);
+  // Reads each found object into its buffers, trying replicas in ReadOrder until one passes the
+  // transfer, the checksum and the lease check.
+  std::vector<absl::StatusOr<uint64_t>> ReadObjects(const std::vector<std::string>& keys,
+                                                    const std::vector<std::vector<Buffer>>& buffers,
+                                                    const Lookup& lookup);
+  // Runs the requests as one engine batch and waits until every one is final.
+  std::vector<TransferStatus> RunTransfers(const std::vector<TransferRequest>& requests);
+  // Replicas ordered for reading: this client's segment, then this host, then others (shuffled
+  // within each class to spread load).
+  std::vector<Replica> ReadOrder(std::vector<Replica> replicas);
+  absl::Status MountGlobalSegment();
+  void PingLoop();
+
+  const ClientConfig config_;
+  const master::ClientId id_;
+  std::unique_ptr<transport::TransferEngine> engine_;
+  std::unique_ptr<MasterClient> master_;
+  void* global_segment_ = nullptr;
+  std::string host_;
+
+  absl::Mutex ping_mu_;
+  bool stopping_ ABSL_GUARDED_BY(ping_mu_) = false;
+  std::thread ping_thread_;
+
+  std::atomic<uint64_t> puts_{0}, gets_{0}, hits_{0}, misses_{0}, checksum_failures_{0},
+      lease_expired_{0}, failovers_{0};
+};
+
+absl::Status ClientImpl::Init() {
+  InitLogging();
+  if (config_.master_server_address.empty()) {
+    return MakeError(ErrorCode::kInvalidParams, "master_server_address is empty");
+  }
+  transport::TransferEngineOptions options;
+  options.metadata_conn = config_.metadata_server;
+  options.local_server_name = config_.local_hostname;
+  options.protocol = config_.protocol;
+  options.enable_shm = config_.enable_shm;
+  options.request_timeout = config_.transfer_timeout;
+  auto engine = transport::TransferEngine::Create(options);
+  if (!engine.ok()) {
+    return MakeError(ToErrorCode(engine.status()) == ErrorCode::kObjectNotFound
+                         ? ErrorCode::kInvalidParams
+                         : ToErrorCode(engine.status()),
+                     absl::StrCat("transfer engine: ", engine.status().message()));
+  }
+  engine_ = std::move(engine).value();
+  host_ = HostOf(engine_->LocalSegmentName());
+  YB_ASSIGN_OR_RETURN(master_,
+                      MasterClient::Create(config_.master_server_address, config_.rpc_timeout));
+  if (config_.global_segment_size > 0) {
+    auto memory = engine_->AllocateSharedMemory(config_.global_segment_size);
+    if (!memory.ok()) {
+      return MakeError(ErrorCode::kInvalidParams,
+                       absl::StrCat("cannot allocate the global segment of ",
+                                    config_.global_segment_size,
+                                    " bytes: ", memory.status().message()));
+    }
+    global_segment_ = *memory;
+    YB_RETURN_IF_ERROR(MountGlobalSegment());
+  } else {
+    YB_RETURN_IF_ERROR(master_->Ping(id_).status());
+  }
+  ping_thread_ = std::thread(&ClientImpl::PingLoop, this);
+  return absl::OkStatus();
+}
+
+ClientImpl::~ClientImpl() {
+  {
+    absl::MutexLock lock(&ping_mu_);
+    stopping_ = true;
+  }
+  if (ping_thread_.joinable()) ping_thread_.join();
+  if (global_segment_ != nullptr && master_ != nullptr) {
+    absl::Status status = master_->UnmountSegment(id_, engine_->LocalSegmentName());
+    if (!status.ok()) YB_LOG_WARN("unmounting {} failed: {}", SegmentName(), status.ToString());
+  }
+}
+
+absl::Status ClientImpl::MountGlobalSegment() {
+  master::Segment segment{engine_->LocalSegmentName(), reinterpret_cast<uint64_t>(global_segment_),
+                          config_.global_segment_size};
+  absl::StatusOr<uint64_t> epoch = master_->MountSegment(id_, segment);
+  if (epoch.ok()) {
+    YB_LOG_INFO("mounted segment {} ({} bytes) at epoch {}", segment.name, segment.size, *epoch);
+  }
+  return epoch.status();
+}
+
+void ClientImpl::PingLoop() {
+  absl::MutexLock lock(&ping_mu_);
+  while (!stopping_) {
+    ping_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(config_.ping_interval));
+    if (stopping_) break;
+    ping_mu_.Unlock();
+    absl::StatusOr<master::ClientState> state = master_->Ping(id_);
+    if (!state.ok()) {
+      YB_LOG_WARN("ping to master {} failed: {}", master_->address(), state.status().ToString());
+    } else if (*state == master::ClientState::kNeedRemount && global_segment_ != nullptr) {
+      absl::Status status = MountGlobalSegment();
+      if (!status.ok()) YB_LOG_WARN("re-mount failed: {}", status.ToString());
+    }
+    ping_mu_.Lock();
+  }
+}
+
+std::vector<TransferStatus> ClientImpl::RunTransfers(const std::vector<TransferRequest>& requests) {
+  std::vector<TransferStatus> out(requests.size());
+  if (requests.empty()) return out;
+  auto fail_all = [&](const absl::Status& status) {
+    for (TransferStatus& s : out) {
+      s.state = TransferState::kFailed;
+      s.reason = std::string(status.message());
+    }
+    return out;
+  };
+  absl::StatusOr<transport::BatchId> batch = engine_->AllocateBatch(requests.size());
+  if (!batch.ok()) return fail_all(batch.status());
+  absl::Status submitted = engine_->SubmitTransfer(*batch, requests);
+  if (!submitted.ok()) {
+    (void)engine_->FreeBatch(*batch);
+    return fail_all(submitted);
+  }
+  while (true) {
+    absl::StatusOr<std::vector<TransferStatus>> statuses =
+        engine_->WaitBatch(*batch, config_.transfer_timeout);
+    if (statuses.ok() && std::all_of(statuses->begin(), statuses->end(),
+                                     [](const TransferStatus& s) { return IsFinal(s.state); })) {
+      out = std::move(statuses).value();
+      break;
+    }
+  }
+  (void)engine_->FreeBatch(*batch);
+  return out;
+}
+
+std::vector<Replica> ClientImpl::ReadOrder(std::vector<Replica> replicas) {
+  thread_local std::mt19937_64 random(std::random_device{}());
+  std::shuffle(replicas.begin(), replicas.end(), random);
+  auto rank = [this](const Replica& r) {
+    if (r.segment_name == engine_->LocalSegmentName()) return 0;
+    return HostOf(r.segment_name) == host_ ? 1 : 2;
+  };
+  std::stable_sort(replicas.begin(), replicas.end(),
+                   [&](const Replica& a, const Replica& b) { return rank(a) < rank(b); });
+  return replicas;
+}
+
+std::vector<absl::Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
+                                               const std::vector<absl::string_view>& values,
+                                               const master::ReplicateConfig& config,
+                                               bool upsert) {
+  if (keys.size() != values.size()) {
+    return std::vector<absl::Status>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
+  }
+  std::vector<std::vector<absl::string_view>> parts;
+  parts.reserve(values.size());
+  for (absl::string_view value : values) parts.push_back({value});
+  return BatchPutParts(keys, parts, config, upsert);
+}
+
+std::vector<absl::Status> ClientImpl::BatchPutParts(
+    const std::vector<std::string>& keys, const std::vector<std::vector<absl::string_view>>& parts,
+    const master::ReplicateConfig& config, bool upsert) {
+  std::vector<absl::Status> results(keys.size());
+  if (keys.size() != parts.size()) {
+    std::fill(results.begin(), results.end(),
+              MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
+    return results;
+  }
+  if (config.replica_num == 0) {
+    std::fill(results.begin(), results.end(),
+              MakeError(ErrorCode::kInvalidParams, "replica_num must be >= 1"));
+    return results;
+  }
+  // Valid keys go to the master; the rest keep their error.
+  std::vector<size_t> index;
+  std::vector<std::string> start_keys;
+  std::vector<uint64_t> sizes, checksums;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    uint64_t size = 0;
+    for (absl::string_view part : parts[i]) size += part.size();
+    results[i] = ValidateKey(keys[i]);
+    if (results[i].ok() && size == 0) {
+      results[i] = MakeError(ErrorCode::kInvalidParams, "cannot store an empty value");
+    }
+    if (!results[i].ok()) continue;
+    index.push_back(i);
+    start_keys.push_back(keys[i]);
+    sizes.push_back(size);
+    checksums.push_back(config_.enable_checksum ? Checksum(parts[i]) : 0);
+  }
+  puts_.fetch_add(index.size(), std::memory_order_relaxed);
+  if (index.empty()) return results;
+  auto starts = master_->BatchPutStart(id_, start_keys, sizes, config, upsert);
+  // One transfer batch writes every replica of every started object.
+  std::vector<TransferRequest> requests;
+  std::vector<size_t> owner;  // position in `index` of each request
+  std::vector<bool> started(index.size(), false);
+  for (size_t j = 0; j < index.size(); ++j) {
+    size_t i = index[j];
+    if (!starts[j].ok()) {
+      // Mooncake semantics: an existing object is kept and the put reports success.
+      results[i] = ToErrorCode(starts[j].status()) == ErrorCode::kObjectAlreadyExists
+                       ? absl::OkStatus()
+                       : starts[j].status();
+      continue;
+    }
+    started[j] = true;
+    for (const Replica& replica : *starts[j]) {
+      absl::StatusOr<SegmentHandle> handle = engine_->OpenSegment(replica.segment_name);
+      if (!handle.ok()) {
+        results[i] = MakeError(ErrorCode::kTransferFail,
+                               absl::StrCat("segment ", replica.segment_name, ": ",
+                                            handle.status().message()));
+        continue;
+      }
+      uint64_t offset = 0;
+      for (absl::string_view part : parts[i]) {
+        if (part.empty()) continue;
+        TransferRequest r;
+        r.opcode = OpCode::kWrite;
+        r.source = const_cast<char*>(part.data());
+        r.target_id = *handle;
+        r.target_offset = replica.address + offset;
+        r.length = part.size();
+        requests.push_back(r);
+        owner.push_back(j);
+        offset += part.size();
+      }
+    }
+  }
+  std::vector<TransferStatus> statuses = RunTransfers(requests);
+  for (size_t k = 0; k < requests.size(); ++k) {
+    size_t i = index[owner[k]];
+    if (statuses[k].state != TransferState::kCompleted && results[i].ok()) {
+      results[i] = MakeError(ErrorCode::kTransferFail,
+                             absl::StrCat("writing '", keys[i], "': ",
+                                          transport::TransferStateName(statuses[k].state), " ",
+                                          statuses[k].reason));
+    }
+  }
+  std::vector<std::string> end_keys, revoke_keys;
+  std::vector<uint64_t> end_checksums;
+  std::vector<size_t> end_index;
+  for (size_t j = 0; j < index.size(); ++j) {
+    if (!started[j]) continue;
+    if (results[index[j]].ok()) {
+      end_keys.push_back(start_keys[j]);
+      end_checksums.push_back(checksums[j]);
+      end_index.push_back(index[j]);
+    } else {
+      revoke_keys.push_back(start_keys[j]);
+    }
+  }
+  if (!end_keys.empty()) {
+    std::vector<absl::Status> ends = master_->BatchPutEnd(id_, end_keys, end_checksums);
+    for (size_t k = 0; k < ends.size(); ++k) results[end_index[k]] = ends[k];
+  }
+  if (!revoke_keys.empty()) {
+    for (const absl::Status& s : master_->BatchPutRevoke(id_, revoke_keys)) {
+      if (!s.ok()) YB_LOG_DEBUG("put revoke: {}", s.ToString());
+    }
+  }
+  return results;
+}
+
+ClientImpl::Lookup ClientImpl::LookUp(const std::vector<std::string>& keys) {
+  Lookup lookup;
+  lookup.asked_at = std::chrono::steady_clock::now();
+  std::vector<size_t> valid;
+  std::vector<std::string> valid_keys;
+  lookup.locations.resize(keys.size(), MakeError(ErrorCode::kInvalidParams, "invalid key"));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (ValidateKey(keys[i]).ok()) {
+      valid.push_back(i);
+      valid_keys.push_back(keys[i]);
+    }
+  }
+  if (valid_keys.empty()) return lookup;
+  auto locations = master_->BatchGetReplicaList(valid_keys);
+  for (size_t j = 0; j < valid.size(); ++j) lookup.locations[valid[j]] = std::move(locations[j]);
+  return lookup;
+}
+
+std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
+    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
+    const Lookup& lookup) {
+  const size_t n = keys.size();
+  gets_.fetch_add(n, std::memory_order_relaxed);
+  std::vector<absl::StatusOr<uint64_t>> results(n, uint64_t{0});
+  std::vector<std::vector<Replica>> candidates(n);
+  std::vector<size_t> next(n, 0);
+  std::vector<bool> checksum_failed(n, false);
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& location = lookup.locations[i];
+    if (!location.ok()) {
+      results[i] = location.status();
+      if (ToErrorCode(location.status()) == ErrorCode::kObjectNotFound) ++misses_;
+      continue;
+    }
+    uint64_t capacity = 0;
+    for (const Buffer& b : buffers[i]) capacity += b.data != nullptr ? b.size : 0;
+    if (capacity < location->size) {
+      results[i] = MakeError(ErrorCode::kInvalidParams,
+                             absl::StrCat("buffer of ", capacity, " bytes is too small for '",
+                                          keys[i], "' (", location->size, " bytes)"));
+      continue;
+    }
+    if (location->replicas.empty()) {
+      results[i] = MakeError(ErrorCode::kObjectNotFound, "object has no replica");
+      ++misses_;
+      continue;
+    }
+    candidates[i] = ReadOrder(location->replicas);
+    pending.push_back(i);
+  }
+  // Each round reads every pending object from its next replica.
+  while (!pending.empty()) {
+    std::vector<TransferRequest> requests;
+    std::vector<size_t> owner;
+    std::vector<bool> open_failed(n, false);
+    for (size_t i : pending) {
+      const Replica& replica = candidates[i][next[i]];
+      absl::StatusOr<SegmentHandle> handle = engine_->OpenSegment(replica.segment_name);
+      if (!handle.ok()) {
+        open_failed[i] = true;
+        continue;
+      }
+      uint64_t size = lookup.locations[i]->size, offset = 0;
+      for (const Buffer& b : buffers[i]) {
+        uint64_t length = std::min(b.size, size - offset);
+        if (length == 0) break;
+        TransferRequest r;
+        r.opcode = OpCode::kRead;
+        r.source = b.data;
+        r.target_id = *handle;
+        r.target_offset = replica.address + offset;
+        r.length = length;
+        requests.push_back(r);
+        owner.push_back(i);
+        offset += length;
+      }
+    }
+    std::vector<TransferStatus> statuses = RunTransfers(requests);
+    std::vector<bool> failed = open_failed;
+    std::vector<std::string> reasons(n);
+    for (size_t k = 0; k < requests.size(); ++k) {
+      if (statuses[k].state != TransferState::kCompleted) {
+        failed[owner[k]] = true;
+        reasons[owner[k]] = statuses[k].reason;
+      }
+    }
+    std::vector<size_t> still_pending;
+    for (size_t i : pending) {
+      const ObjectLocation& location = *lookup.locations[i];
+      bool ok = !failed[i];
+      if (ok && config_.enable_checksum && location.checksum != 0) {
+        std::vector<absl::string_view> pieces;
+        uint64_t left = location.size;
+        for (const Buffer& b : buffers[i]) {
+          uint64_t length = std::min(b.size, left);
+          if (length == 0) break;
+          pieces.emplace_back(static_cast<const char*>(b.data), length);
+          left -= length;
+        }
+        if (Checksum(pieces) != location.checksum) {
+          ok = false;
+          checksum_failed[i] = true;
+          ++checksum_failures_;
+          YB_LOG_WARN("checksum mismatch reading '{}' from {}", keys[i],
+                      candidates[i][next[i]].segment_name);
+        }
+      }
+      if (ok) {
+        if (std::chrono::steady_clock::now() > lookup.asked_at + location.lease_ttl) {
+          ++lease_expired_;
+          results[i] = MakeError(ErrorCode::kLeaseExpired,
+                                 absl::StrCat("read of '", keys[i], "' outlived its lease"));
+        } else {
+          ++hits_;
+          results[i] = location.size;
+        }
+        continue;
+      }
+      if (++next[i] < candidates[i].size()) {
+        ++failovers_;
+        still_pending.push_back(i);
+        continue;
+      }
+      if (checksum_failed[i]) {
+        ++misses_;
+        results[i] = MakeError(ErrorCode::kObjectNotFound,
+                               absl::StrCat("no replica of '", keys[i], "' passed its checksum"));
+      } else {
+        results[i] = MakeError(ErrorCode::kTransferFail,
+                               absl::StrCat("reading '", keys[i], "' failed on every replica: ",
+                                            open_failed[i] ? "segment unreachable" : reasons[i]));
+      }
+    }
+    pending.swap(still_pending);
+  }
+  return results;
+}
+
+std::vector<absl::StatusOr<std::string>> ClientImpl::BatchGet(
+    const std::vector<std::string>& keys) {
+  Lookup lookup = LookUp(keys);
+  std::vector<std::string> values(keys.size());
+  std::vector<std::vector<Buffer>> buffers(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (lookup.locations[i].ok()) {
+      values[i].resize(lookup.locations[i]->size);
+      buffers[i].push_back(Buffer{values[i].data(), values[i].size()});
+    }
+  }
+  std::vector<absl::StatusOr<uint64_t>> read = ReadObjects(keys, buffers, lookup);
+  std::vector<absl::StatusOr<std::string>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (read[i].ok()) {
+      out.emplace_back(std::move(values[i]));
+    } else {
+      out.emplace_back(read[i].status());
+    }
+  }
+  return out;
+}
+
+std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetIntoParts(
+    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers) {
+  if (keys.size() != buffers.size()) {
+    return std::vector<absl::StatusOr<uint64_t>>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));
+  }
+  return ReadObjects(keys, buffers, LookUp(keys));
+}
+
+std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetInto(
+    const std::vector<std::string>& keys, const std::vector<Buffer>& buffers) {
+  if (keys.size() != buffers.size()) {
+    return std::vector<absl::StatusOr<uint64_t>>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));
+  }
+  std::vector<std::vector<Buffer>> parts;
+  parts.reserve(buffers.size());
+  for (const Buffer& b : buffers) parts.push_back({b});
+  return ReadObjects(keys, parts, LookUp(keys));
+}
+
+std::vector<absl::StatusOr<bool>> ClientImpl::BatchIsExist(const std::vector<std::string>& keys) {
+  std::vector<absl::StatusOr<bool>> out(keys.size(), false);
+  std::vector<size_t> valid;
+  std::vector<std::string> valid_keys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::Status status = ValidateKey(keys[i]);
+    if (status.ok()) {
+      valid.push_back(i);
+      valid_keys.push_back(keys[i]);
+    } else {
+      out[i] = status;
+    }
+  }
+  if (valid_keys.empty()) return out;
+  absl::StatusOr<std::vector<bool>> exists = master_->BatchExist(valid_keys);
+  for (size_t j = 0; j < valid.size(); ++j) {
+    if (exists.ok()) {
+      out[valid[j]] = static_cast<bool>((*exists)[j]);
+    } else {
+      out[valid[j]] = exists.status();
+    }
+  }
+  return out;
+}
+
+std::vector<absl::Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys,
+                                                  bool force) {
+  std::vector<absl::Status> out(keys.size());
+  std::vector<size_t> valid;
+  std::vector<std::string> valid_keys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    out[i] = ValidateKey(keys[i]);
+    if (out[i].ok()) {
+      valid.push_back(i);
+      valid_keys.push_back(keys[i]);
+    }
+  }
+  if (valid_keys.empty()) return out;
+  std::vector<absl::Status> removed = master_->BatchRemove(valid_keys, force);
+  for (size_t j = 0; j < valid.size(); ++j) out[valid[j]] = removed[j];
+  return out;
+}
+
+ClientStats ClientImpl::Stats() const {
+  ClientStats stats;
+  stats.puts = puts_.load();
+  stats.gets = gets_.load();
+  stats.hits = hits_.load();
+  stats.misses = misses_.load();
+  stats.checksum_failures = checksum_failures_.load();
+  stats.lease_expired = lease_expired_.load();
+  stats.replica_failovers = failovers_.load();
+  return stats;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
+  auto client = std::make_unique<ClientImpl>(config);
+  YB_RETURN_IF_ERROR(client->Init());
+  return std::unique_ptr<Client>(std::move(client));
+}
+
+}  // namespace yuebing::store

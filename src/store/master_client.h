@@ -1,0 +1,62 @@
+// A store client's connection to yuebing-master: one gRPC channel, every call bounded by a deadline,
+// replies converted to master types and Mooncake-coded statuses. Replies from a leadership term
+// older than the newest seen are refused (kRpcFail), so a deposed master cannot steer the client.
+//
+// Thread safety: all methods are thread-safe.
+// Errors: kRpcFail (-900) when the master cannot be reached in time or refuses the call; otherwise
+// the master's code (see master_service.h).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "yuebing/master/types.h"
+
+namespace yuebing::store {
+
+class MasterClient {
+ public:
+  // Creates the channel (connection happens lazily). Errors: kInvalidParams for an empty address.
+  static absl::StatusOr<std::unique_ptr<MasterClient>> Create(const std::string& address,
+                                                              std::chrono::milliseconds timeout);
+  ~MasterClient();
+
+  absl::StatusOr<uint64_t> MountSegment(const master::ClientId& client,
+                                        const master::Segment& segment);
+  absl::Status UnmountSegment(const master::ClientId& client, const std::string& name);
+  absl::StatusOr<master::ClientState> Ping(const master::ClientId& client);
+
+  std::vector<absl::StatusOr<std::vector<master::Replica>>> BatchPutStart(
+      const master::ClientId& client, const std::vector<std::string>& keys,
+      const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert);
+  std::vector<absl::Status> BatchPutEnd(const master::ClientId& client,
+                                        const std::vector<std::string>& keys,
+                                        const std::vector<uint64_t>& checksums);
+  std::vector<absl::Status> BatchPutRevoke(const master::ClientId& client,
+                                           const std::vector<std::string>& keys);
+  std::vector<absl::StatusOr<master::ObjectLocation>> BatchGetReplicaList(
+      const std::vector<std::string>& keys);
+  // Per key: true/false, or the error of the whole call.
+  absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys);
+  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force);
+  absl::StatusOr<uint64_t> GetSize(const std::string& key);
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
+  absl::StatusOr<uint64_t> RemoveAll(bool force);
+
+  const std::string& address() const { return address_; }
+  uint64_t term() const { return max_term_.load(); }
+
+ private:
+  class Impl;
+  MasterClient(std::string address, std::unique_ptr<Impl> impl);
+  const std::string address_;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<uint64_t> max_term_{0};
+};
+
+}  // namespace yuebing::store
