@@ -50,11 +50,6 @@ std::string HostOf(const std::string& segment_name) {
   return parsed.ok() ? parsed->host : segment_name;
 }
 
-bool IsFinal(TransferState state) {
-  return state == TransferState::kCompleted || state == TransferState::kFailed ||
-         state == TransferState::kTimeout;
-}
-
 absl::Status ValidateKey(const std::string& key) {
   if (key.empty() || key.size() > kMaxKeyBytes) {
     return MakeError(ErrorCode::kInvalidParams,
@@ -247,33 +242,14 @@ void ClientImpl::PingLoop() {
 }
 
 std::vector<TransferStatus> ClientImpl::RunTransfers(const std::vector<TransferRequest>& requests) {
-  std::vector<TransferStatus> out(requests.size());
-  if (requests.empty()) return out;
-  auto fail_all = [&](const absl::Status& status) {
-    for (TransferStatus& s : out) {
-      s.state = TransferState::kFailed;
-      s.reason = std::string(status.message());
-    }
-    return out;
-  };
-  absl::StatusOr<transport::BatchId> batch = engine_->AllocateBatch(requests.size());
-  if (!batch.ok()) return fail_all(batch.status());
-  absl::Status submitted = engine_->SubmitTransfer(*batch, requests);
-  if (!submitted.ok()) {
-    (void)engine_->FreeBatch(*batch);
-    return fail_all(submitted);
+  absl::StatusOr<std::vector<TransferStatus>> statuses = engine_->TransferSyncStatuses(requests);
+  if (statuses.ok()) return std::move(statuses).value();
+  std::vector<TransferStatus> failed(requests.size());
+  for (TransferStatus& s : failed) {
+    s.state = TransferState::kFailed;
+    s.reason = std::string(statuses.status().message());
   }
-  while (true) {
-    absl::StatusOr<std::vector<TransferStatus>> statuses =
-        engine_->WaitBatch(*batch, config_.transfer_timeout);
-    if (statuses.ok() && std::all_of(statuses->begin(), statuses->end(),
-                                     [](const TransferStatus& s) { return IsFinal(s.state); })) {
-      out = std::move(statuses).value();
-      break;
-    }
-  }
-  (void)engine_->FreeBatch(*batch);
-  return out;
+  return failed;
 }
 
 std::vector<Replica> ClientImpl::ReadOrder(std::vector<Replica> replicas) {

@@ -60,6 +60,9 @@ absl::StatusOr<size_t> TransferBatch::Reserve(size_t count) {
 }
 
 void TransferBatch::OnTaskFinal() {
+  // Taken while this task is still unfinished, so the batch cannot have been freed yet; it keeps
+  // the batch (and its mutex) alive until the signal below is done.
+  std::shared_ptr<TransferBatch> self = shared_from_this();
   if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     absl::MutexLock lock(&mu_);
     idle_cv_.SignalAll();

@@ -40,7 +40,9 @@ class TransferTask {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
-class TransferBatch {
+// Must be owned by a std::shared_ptr: a finishing task keeps its batch alive while it signals, so
+// the owner may free the batch as soon as it sees it idle.
+class TransferBatch : public std::enable_shared_from_this<TransferBatch> {
  public:
   explicit TransferBatch(size_t capacity);
 

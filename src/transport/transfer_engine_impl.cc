@@ -681,23 +681,31 @@ absl::StatusOr<std::unique_ptr<TransferEngine>> TransferEngine::Create(
   return std::unique_ptr<TransferEngine>(std::move(engine));
 }
 
-absl::Status TransferEngine::TransferSync(absl::Span<const TransferRequest> requests) {
-  if (requests.empty()) return absl::OkStatus();
+absl::StatusOr<std::vector<TransferStatus>> TransferEngine::TransferSyncStatuses(
+    absl::Span<const TransferRequest> requests) {
+  if (requests.empty()) return std::vector<TransferStatus>();
   YB_ASSIGN_OR_RETURN(BatchId batch, AllocateBatch(requests.size()));
   absl::Status status = SubmitTransfer(batch, requests);
   if (!status.ok()) {
     (void)FreeBatch(batch);
     return status;
   }
-  // The engine makes every request final by its deadline; wait for that, whatever it takes.
-  std::vector<TransferStatus> statuses;
+  // The engine makes every request final by its deadline; wait for that, however long it takes,
+  // because the caller's buffers must not be released before.
   auto is_final = [](const TransferStatus& s) {
     return s.state != TransferState::kWaiting && s.state != TransferState::kPending;
   };
-  do {
-    YB_ASSIGN_OR_RETURN(statuses, WaitBatch(batch, std::chrono::milliseconds(1000)));
-  } while (!std::all_of(statuses.begin(), statuses.end(), is_final));
-  YB_RETURN_IF_ERROR(FreeBatch(batch));
+  while (true) {
+    YB_ASSIGN_OR_RETURN(std::vector<TransferStatus> statuses,
+                        WaitBatch(batch, std::chrono::milliseconds(1000)));
+    if (std::all_of(statuses.begin(), statuses.end(), is_final) && FreeBatch(batch).ok()) {
+      return statuses;
+    }
+  }
+}
+
+absl::Status TransferEngine::TransferSync(absl::Span<const TransferRequest> requests) {
+  YB_ASSIGN_OR_RETURN(std::vector<TransferStatus> statuses, TransferSyncStatuses(requests));
   for (size_t i = 0; i < statuses.size(); ++i) {
     if (statuses[i].state != TransferState::kCompleted) {
       absl::StatusCode code = statuses[i].state == TransferState::kTimeout

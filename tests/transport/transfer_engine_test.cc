@@ -169,6 +169,26 @@ TEST_P(RoundTripTest, OutOfRangeAddressIsRefusedAndNothingIsWritten) {
                   .ok());
 }
 
+TEST_P(RoundTripTest, BatchFreedAsSoonAsItIsIdle) {
+  // Regression: the finishing thread used to touch the batch after the waiter had seen it idle
+  // and freed it.
+  EnginePair pair(GetParam(), 1 << 20);
+  std::vector<char> local(4096, 9);
+  for (int i = 0; i < 3000; ++i) {
+    auto batch = pair.initiator->AllocateBatch(1);
+    ASSERT_TRUE(batch.ok());
+    ASSERT_TRUE(pair.initiator
+                    ->SubmitTransfer(*batch, {Request(OpCode::kWrite, local.data(), pair.handle,
+                                                      pair.RemoteAddr(), local.size())})
+                    .ok());
+    while (!pair.initiator->FreeBatch(*batch).ok()) {
+      auto status = pair.initiator->GetTransferStatus(*batch, 0);
+      ASSERT_TRUE(status.ok());
+      ASSERT_NE(status->state, TransferState::kFailed) << status->reason;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, RoundTripTest, ::testing::Values(Path::kTcp, Path::kShm),
                          [](const auto& info) { return info.param == Path::kTcp ? "Tcp" : "Shm"; });
 

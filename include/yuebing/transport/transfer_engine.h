@@ -140,8 +140,12 @@ class TransferEngine {
 
   virtual TransferEngineStats Stats() const = 0;
 
-  // Convenience: allocate a batch, submit, wait, free. OK only if every request COMPLETED;
-  // otherwise the first failure's reason.
+  // Convenience: allocate a batch, submit, wait until every request is final, free the batch;
+  // returns the final statuses. Errors: only those of AllocateBatch/SubmitTransfer.
+  absl::StatusOr<std::vector<TransferStatus>> TransferSyncStatuses(
+      absl::Span<const TransferRequest> requests);
+  // Like TransferSyncStatuses; OK only if every request COMPLETED, otherwise the first failure
+  // (kDeadlineExceeded for TIMEOUT, kUnavailable for FAILED) with its reason.
   absl::Status TransferSync(absl::Span<const TransferRequest> requests);
 };
 
