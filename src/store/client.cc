@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -146,6 +147,10 @@ class ClientImpl final : public Client {
   // within each class to spread load).
   std::vector<Replica> ReadOrder(std::vector<Replica> replicas);
   absl::Status MountGlobalSegment();
+  // The engine handle for a replica's segment. Handles are bound to one incarnation of the peer;
+  // a replica with a newer mount epoch than seen before means the peer re-mounted (maybe after a
+  // restart), so the segment is reopened. Replicas older than the newest epoch seen are refused.
+  absl::StatusOr<SegmentHandle> HandleFor(const Replica& replica);
   void PingLoop();
 
   const ClientConfig config_;
@@ -154,6 +159,13 @@ class ClientImpl final : public Client {
   std::unique_ptr<MasterClient> master_;
   void* global_segment_ = nullptr;
   std::string host_;
+
+  struct OpenedSegment {
+    uint64_t epoch = 0;
+    SegmentHandle handle = -1;
+  };
+  absl::Mutex segments_mu_;
+  absl::flat_hash_map<std::string, OpenedSegment> segments_ ABSL_GUARDED_BY(segments_mu_);
 
   absl::Mutex ping_mu_;
   bool stopping_ ABSL_GUARDED_BY(ping_mu_) = false;
@@ -239,6 +251,21 @@ void ClientImpl::PingLoop() {
     }
     ping_mu_.Lock();
   }
+}
+
+absl::StatusOr<SegmentHandle> ClientImpl::HandleFor(const Replica& replica) {
+  absl::MutexLock lock(&segments_mu_);
+  OpenedSegment& opened = segments_[replica.segment_name];
+  if (opened.handle >= 0 && opened.epoch == replica.epoch) return opened.handle;
+  if (opened.handle >= 0 && replica.epoch < opened.epoch) {
+    return MakeError(ErrorCode::kInvalidReplica,
+                     absl::StrCat("replica on ", replica.segment_name, " has an old epoch"));
+  }
+  if (opened.handle >= 0) (void)engine_->CloseSegment(opened.handle);
+  opened.handle = -1;
+  YB_ASSIGN_OR_RETURN(SegmentHandle handle, engine_->OpenSegment(replica.segment_name));
+  opened = OpenedSegment{replica.epoch, handle};
+  return handle;
 }
 
 std::vector<TransferStatus> ClientImpl::RunTransfers(const std::vector<TransferRequest>& requests) {
@@ -327,7 +354,7 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
     }
     started[j] = true;
     for (const Replica& replica : *starts[j]) {
-      absl::StatusOr<SegmentHandle> handle = engine_->OpenSegment(replica.segment_name);
+      absl::StatusOr<SegmentHandle> handle = HandleFor(replica);
       if (!handle.ok()) {
         results[i] = MakeError(ErrorCode::kTransferFail,
                                absl::StrCat("segment ", replica.segment_name, ": ",
@@ -442,7 +469,7 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
     std::vector<bool> open_failed(n, false);
     for (size_t i : pending) {
       const Replica& replica = candidates[i][next[i]];
-      absl::StatusOr<SegmentHandle> handle = engine_->OpenSegment(replica.segment_name);
+      absl::StatusOr<SegmentHandle> handle = HandleFor(replica);
       if (!handle.ok()) {
         open_failed[i] = true;
         continue;

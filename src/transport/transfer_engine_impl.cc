@@ -109,6 +109,7 @@ struct PeerSegment {
   std::shared_ptr<const SegmentDescriptor> descriptor ABSL_GUARDED_BY(mu);
   std::shared_ptr<TcpPeer> tcp ABSL_GUARDED_BY(mu);
   SteadyTime last_refresh ABSL_GUARDED_BY(mu);
+  bool restarted ABSL_GUARDED_BY(mu) = false;  // the peer's epoch changed; handle is dead
   ShmPeerMappings shm;
 };
 
@@ -148,7 +149,7 @@ class TransferEngineImpl final : public TransferEngine {
   absl::Status Publish();
   absl::StatusOr<SegmentDescriptor> FetchDescriptor(const std::string& name);
   absl::StatusOr<std::shared_ptr<PeerSegment>> FindSegment(SegmentHandle handle);
-  absl::Status Refresh(PeerSegment& segment, bool force);
+  absl::Status Refresh(PeerSegment& segment);
   std::shared_ptr<TcpPeer> MakeTcpPeer(const SegmentDescriptor& descriptor);
   static std::shared_ptr<TcpPeer> PeerOf(PeerSegment& segment) {
     absl::MutexLock lock(&segment.mu);
@@ -447,29 +448,27 @@ absl::StatusOr<std::shared_ptr<PeerSegment>> TransferEngineImpl::FindSegment(Seg
   return it->second;
 }
 
-// Re-reads the peer's descriptor (at most every kMinRefreshInterval unless forced). When the
-// epoch changed (the peer restarted) the TCP peer is replaced, so no byte reaches the new process
-// through an address meant for the old one.
-absl::Status TransferEngineImpl::Refresh(PeerSegment& segment, bool force) {
+// Re-reads the peer's descriptor (at most every kMinRefreshInterval) to learn buffers registered
+// since it was opened. A handle stays bound to the incarnation (epoch) it was opened on: when the
+// peer restarted, the new descriptor is not adopted and the segment is marked restarted, so no
+// byte meant for the old process reaches the new one; CloseSegment + OpenSegment reaches the new.
+absl::Status TransferEngineImpl::Refresh(PeerSegment& segment) {
   {
     absl::MutexLock lock(&segment.mu);
-    if (!force && Clock::Real().Now() - segment.last_refresh < kMinRefreshInterval) {
+    if (Clock::Real().Now() - segment.last_refresh < kMinRefreshInterval) {
       return absl::OkStatus();
     }
     segment.last_refresh = Clock::Real().Now();
   }
   YB_ASSIGN_OR_RETURN(SegmentDescriptor descriptor, FetchDescriptor(segment.name));
-  std::shared_ptr<TcpPeer> old_peer;
-  {
-    absl::MutexLock lock(&segment.mu);
-    if (descriptor.epoch != segment.descriptor->epoch || segment.tcp->stale()) {
-      old_peer = std::move(segment.tcp);
-      segment.tcp = MakeTcpPeer(descriptor);
-    }
-    segment.descriptor = std::make_shared<SegmentDescriptor>(std::move(descriptor));
-    segment.shm.Retain(*segment.descriptor);
+  absl::MutexLock lock(&segment.mu);
+  if (descriptor.epoch != segment.descriptor->epoch) {
+    segment.restarted = true;
+    return absl::FailedPreconditionError(
+        absl::StrCat("segment ", segment.name, " restarted; reopen it"));
   }
-  if (old_peer) old_peer->Shutdown();
+  segment.descriptor = std::make_shared<SegmentDescriptor>(std::move(descriptor));
+  segment.shm.Retain(*segment.descriptor);
   return absl::OkStatus();
 }
 
@@ -541,7 +540,7 @@ bool TransferEngineImpl::TryShm(PeerSegment& segment, const TransferRequest& req
     }
     // The range may be in a buffer registered after our copy of the descriptor was taken.
     if (attempt == 0 && descriptor->FindBuffer(request.target_offset, request.length) == nullptr) {
-      if (!Refresh(segment, /*force=*/false).ok()) return false;
+      if (!Refresh(segment).ok()) return false;
       continue;
     }
     return false;
@@ -565,14 +564,15 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
       YB_ASSIGN_OR_RETURN(targets[i], FindSegment(r.target_id));
     }
   }
-  for (const auto& target : targets) {
-    if (target == nullptr) continue;
-    bool stale;
-    {
-      absl::MutexLock lock(&target->mu);
-      stale = target->tcp->stale();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i] == nullptr) continue;
+    absl::MutexLock lock(&targets[i]->mu);
+    if (targets[i]->restarted || targets[i]->tcp->stale()) {
+      targets[i]->restarted = true;
+      return absl::FailedPreconditionError(absl::StrCat(
+          "request ", i, ": segment ", targets[i]->name,
+          " restarted since it was opened; CloseSegment and OpenSegment it again"));
     }
-    if (stale) (void)Refresh(*target, /*force=*/true);
   }
   YB_ASSIGN_OR_RETURN(size_t first, batch->Reserve(requests.size()));
   const SteadyTime deadline = Clock::Real().Now() + options_.request_timeout;

@@ -298,10 +298,18 @@ TEST(TransferEngineTest, RestartedPeerOnSamePortIsFencedByEpoch) {
       {Request(OpCode::kWrite, local.data(), handle, reinterpret_cast<uint64_t>(memory.data()),
                4096)});
   EXPECT_FALSE(status.ok()) << "a write meant for the old process reached the new one";
+  EXPECT_FALSE(initiator
+                   ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+                                           reinterpret_cast<uint64_t>(memory.data()), 4096)})
+                   .ok())
+      << "the old handle stays fenced";
   EXPECT_EQ(memory[0], 0);
-  // After the failure the engine re-reads the descriptor; new transfers use the new epoch.
+  // Reopening reaches the new incarnation.
+  ASSERT_TRUE(initiator->CloseSegment(handle).ok());
+  auto reopened = initiator->OpenSegment(name);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
   EXPECT_TRUE(initiator
-                  ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+                  ->TransferSync({Request(OpCode::kWrite, local.data(), *reopened,
                                           reinterpret_cast<uint64_t>(memory.data()), 4096)})
                   .ok());
   EXPECT_EQ(memory[0], 7);

@@ -116,7 +116,10 @@ class TransferEngine {
   virtual absl::Status FreeSharedMemory(void* addr) = 0;
 
   // Resolves a peer segment by name (fetching its descriptor). Opening the same name twice
-  // returns the same handle. The local name maps to kLocalSegmentHandle.
+  // returns the same handle. The local name maps to kLocalSegmentHandle. A handle is bound to the
+  // peer incarnation it was opened on: if the peer restarts, submissions to the handle fail with
+  // kFailedPrecondition (nothing reaches the new process through old addresses) until the caller
+  // closes and reopens the segment.
   // Errors: kNotFound (no such segment), kUnavailable (metadata or peer unreachable).
   virtual absl::StatusOr<SegmentHandle> OpenSegment(const std::string& segment_name) = 0;
   virtual absl::Status CloseSegment(SegmentHandle handle) = 0;
