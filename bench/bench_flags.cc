@@ -36,6 +36,7 @@ ABSL_FLAG(std::string, report, "text", "output format: text|json");
 ABSL_FLAG(bool, verify, false,
           "transfer initiator: after the timed run, write a pattern, read it back and compare");
 ABSL_FLAG(bool, pingpong, false, "socket client: measure round-trip latency instead of GB/s");
+ABSL_FLAG(bool, busy_poll, false, "socket ping-pong client: spin on the reply instead of sleeping");
 ABSL_FLAG(int32_t, timeout_ms, 30000, "transfer: per-request deadline and WaitBatch bound");
 ABSL_FLAG(int32_t, tcp_connections_per_peer, 0, "transfer: engine TCP pool size (0: default)");
 ABSL_FLAG(std::string, tcp_slice_size, "", "transfer: engine TCP slice size (empty: default)");

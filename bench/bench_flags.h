@@ -25,6 +25,7 @@ ABSL_DECLARE_FLAG(std::string, buffer_size);
 ABSL_DECLARE_FLAG(std::string, report);
 ABSL_DECLARE_FLAG(bool, verify);
 ABSL_DECLARE_FLAG(bool, pingpong);
+ABSL_DECLARE_FLAG(bool, busy_poll);
 ABSL_DECLARE_FLAG(int32_t, timeout_ms);
 ABSL_DECLARE_FLAG(int32_t, tcp_connections_per_peer);
 ABSL_DECLARE_FLAG(std::string, tcp_slice_size);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the transfer engine benchmark and its baselines on 127.0.0.1 and prints a summary table:
 #   memcpy and raw TCP stream (per block size), TCP ping-pong (4 KiB), yuebing TCP and shm
-#   write/read (per block size), and a 4 KiB batch_size=1 threads=1 TCP latency run.
+#   write/read (per block size), and a 4 KiB batch_size=1 threads=1 TCP latency run. The 4 KiB
+#   ping-pong runs twice: blocking in recv(), and with the client spinning on the reply.
 # The runs are interleaved in REPEAT rounds and the table shows the median of each figure, so
 # that load from neighbours on a shared machine hits baselines and engine runs alike.
 # Usage: bench/run_transfer_bench.sh [build_dir]      (default ./build)
@@ -28,7 +29,7 @@ VERIFY=${VERIFY:-1}
 RESULTS=${RESULTS:-$BUILD_DIR/transfer_bench_results.jsonl}
 STRICT=${STRICT:-0}
 RUN_LIMIT=$((DURATION + 60))  # hard bound on any one client/initiator process
-RUNS_PER_ROUND=$((${#BLOCKS[@]} * 6 + 3))
+RUNS_PER_ROUND=$((${#BLOCKS[@]} * 6 + 4))
 TARGET_LIFETIME=$((REPEAT * RUNS_PER_ROUND * (DURATION + 5) + 60))
 TCP_PORT=$((PORT_BASE + 10))
 SHM_PORT=$((PORT_BASE + 20))
@@ -170,6 +171,7 @@ for round in $(seq 1 "$REPEAT"); do
     done
   done
   run_socket pingpong_4KB 4KB --pingpong
+  run_socket pingpong_4KB_spin 4KB --pingpong --busy_poll
   for op in write read; do
     run_transfer "tcp_${op}_4KB_lat" tcp "$op" 4KB 1 --threads=1
   done
@@ -194,13 +196,13 @@ row() {
     val = sprintf("%.2f %s", v, u)
     if (c == "ge") {
       r = (b > 0) ? v / b : 0; ok = r >= t
-      printf "%-30s %13s  %-22s %6.2f  %-6s %s\n", f, val, sprintf("%.2f %s", b, bl), r,
+      printf "%-30s %13s  %-24s %6.2f  %-6s %s\n", f, val, sprintf("%.2f %s", b, bl), r,
              ">=" t, ok ? "met" : "NOT MET"
       exit ok ? 0 : 1
     }
     if (c == "lt") {
       ok = v < t
-      printf "%-30s %13s  %-22s %6s  %-6s %s\n", f, val, sprintf("%.1f us %s", b, bl), "",
+      printf "%-30s %13s  %-24s %6s  %-6s %s\n", f, val, sprintf("%.1f us %s", b, bl), "",
              "<" t, ok ? "met" : "NOT MET"
       exit ok ? 0 : 1
     }
@@ -213,7 +215,7 @@ echo
 echo "yuebing transfer benchmark, 127.0.0.1, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "median of $REPEAT rounds of ${DURATION}s runs; blocks:batch ${BLOCKS[*]};" \
   "threads=$THREADS; buffer $BUFFER_SIZE per side"
-printf '%-30s %13s  %-22s %6s  %-6s %s\n' figure value baseline ratio target verdict
+printf '%-30s %13s  %-24s %6s  %-6s %s\n' figure value baseline ratio target verdict
 for spec in "${BLOCKS[@]}"; do
   block=${spec%%:*}
   row "memcpy $block" "$(get "memcpy_$block" gbps)" GB/s
@@ -221,6 +223,8 @@ for spec in "${BLOCKS[@]}"; do
 done
 row "raw TCP ping-pong 4KB p50" "$(get pingpong_4KB rtt_p50_us)" us
 row "raw TCP ping-pong 4KB p99" "$(get pingpong_4KB rtt_p99_us)" us
+row "  same, client spins: p50" "$(get pingpong_4KB_spin rtt_p50_us)" us
+row "  same, client spins: p99" "$(get pingpong_4KB_spin rtt_p99_us)" us
 for protocol in tcp shm; do
   for op in write read; do
     for spec in "${BLOCKS[@]}"; do
@@ -237,7 +241,7 @@ for protocol in tcp shm; do
 done
 for op in write read; do
   row "yuebing tcp $op 4KB b=1 p50" "$(get "tcp_${op}_4KB_lat" batch_p50_us)" us \
-    "$(get pingpong_4KB rtt_p50_us)" "(ping-pong)" lt 50
+    "$(get pingpong_4KB_spin rtt_p50_us)" "spin ping-pong" lt 50
   row "yuebing tcp $op 4KB b=1 p99" "$(get "tcp_${op}_4KB_lat" batch_p99_us)" us
 done
 [[ $FELL_BACK == 1 ]] && echo "WARNING: some shm runs fell back to TCP (see above)"

@@ -3,7 +3,9 @@
 //             recv()s until EOF and replies with the byte count; the client reports GB/s up to
 //             that reply (so bytes still queued in socket buffers are counted only once drained).
 //   pingpong: the client sends a block_size message and waits for an 8-byte reply, repeatedly;
-//             it reports round-trip latency percentiles.
+//             it reports round-trip latency percentiles. With --busy_poll the client spins on a
+//             non-blocking recv() for the reply instead of sleeping in the kernel (the server
+//             always blocks), as an initiator that spins briefly on completion does.
 // The server serves exactly one client, which says in its hello which of the two it wants.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -91,11 +93,17 @@ absl::Status SendAll(int fd, const char* data, size_t len) {
 }
 
 // Reads exactly `len` bytes. kNotFound when the peer closed before the first byte.
-absl::Status RecvAll(int fd, char* data, size_t len) {
+// With `spin`, polls with MSG_DONTWAIT instead of sleeping in recv(), for at most kIoTimeoutS.
+absl::Status RecvAll(int fd, char* data, size_t len, bool spin = false) {
   size_t got = 0;
+  const uint64_t spin_deadline = spin ? NowNanos() + kIoTimeoutS * 1'000'000'000ull : 0;
   while (got < len) {
-    ssize_t n = recv(fd, data + got, len - got, 0);
+    ssize_t n = recv(fd, data + got, len - got, spin ? MSG_DONTWAIT : 0);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && spin && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (NowNanos() >= spin_deadline) return absl::DeadlineExceededError("recv: no reply");
+      continue;
+    }
     if (n < 0) return ErrnoToStatus("recv");
     if (n == 0) {
       return got == 0 ? absl::NotFoundError("peer closed")
@@ -208,6 +216,7 @@ absl::Status Stream(int fd, const MappedBuffer& buffer, int32_t duration_s, Repo
 }
 
 absl::Status PingPong(int fd, const MappedBuffer& buffer, int32_t duration_s, Report& report) {
+  const bool busy_poll = absl::GetFlag(FLAGS_busy_poll);
   LatencyRecorder latency;
   uint64_t reply = 0;
   const uint64_t start = NowNanos();
@@ -216,12 +225,13 @@ absl::Status PingPong(int fd, const MappedBuffer& buffer, int32_t duration_s, Re
     const uint64_t t0 = NowNanos();
     if (t0 >= end) break;
     YB_RETURN_IF_ERROR(SendAll(fd, buffer.data(), buffer.size()));
-    YB_RETURN_IF_ERROR(RecvAll(fd, reinterpret_cast<char*>(&reply), sizeof(reply)));
+    YB_RETURN_IF_ERROR(RecvAll(fd, reinterpret_cast<char*>(&reply), sizeof(reply), busy_poll));
     if (reply != i + 1) return absl::DataLossError("ping-pong reply out of sequence");
     if (i >= kPingPongWarmup) latency.Record(NowNanos() - t0);
   }
   report.Add("test", "socket_pingpong");
   report.Add("block_size", static_cast<uint64_t>(buffer.size()));
+  report.Add("busy_poll", busy_poll ? "yes" : "no");
   report.Add("seconds", static_cast<double>(NowNanos() - start) / 1e9);
   report.AddLatency("rtt", latency.Summarize());
   return absl::OkStatus();
