@@ -1,0 +1,919 @@
+// MooncakeDistributedStore over store::Client.
+//
+// Return conventions (Mooncake's): 0 or a negative Mooncake error code for writes and removals;
+// bytes read (or a negative code) for reads into buffers; `get` returns b"" on a miss or error;
+// is_exist returns 1/0/negative. A store used before setup() or after close() answers
+// INVALID_PARAMS (-600) (b"", None or [] for the forms that return data), never crashes.
+//
+// Threading: every method may be called from any Python thread. The GIL is released for all
+// network and copy work. The client is held through a shared_ptr snapshot, so close() racing
+// with calls in other threads is safe: those calls finish on the old client, which is destroyed
+// (segment unmounted, engine stopped) when the last of them returns.
+#include "store_binding.h"
+
+#include <pybind11/stl.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "binding_util.h"
+#include "yuebing/common/config.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+#include "yuebing/master/types.h"
+#include "yuebing/store/client.h"
+
+namespace yuebing::python {
+namespace {
+
+namespace py = pybind11;
+using store::Client;
+
+constexpr uint64_t kDefaultSegmentBytes = 16ull << 20;  // Mooncake's dict-form defaults
+constexpr int64_t kMaxReplicas = 64;
+constexpr const char* kDefaultMaster = "127.0.0.1:50051";
+
+// health_check() results, as Mooncake's.
+constexpr int kHealthy = 0;
+constexpr int kNotInitialized = 1;
+constexpr int kMasterUnreachable = 2;
+
+enum class SoftPinAction { kPreserve = 0, kEnable = 1, kDisable = 2 };
+
+// Python-side replication settings. Fields are plain and unvalidated so that assigning a bad
+// value never raises; the value is checked when used (INVALID_PARAMS).
+struct ReplicateConfig {
+  int64_t replica_num = 1;
+  bool with_soft_pin = false;
+  SoftPinAction soft_pin_action = SoftPinAction::kPreserve;
+  int64_t soft_pin_ttl_ms = 0;  // accepted for compatibility; the master's policy applies
+  bool with_hard_pin = false;
+  std::string preferred_segment;
+  std::vector<std::string> preferred_segments;
+  bool prefer_alloc_in_same_node = false;
+};
+
+std::string Describe(const ReplicateConfig& c) {
+  return absl::StrCat("ReplicateConfig(replica_num=", c.replica_num,
+                      ", with_soft_pin=", c.with_soft_pin ? "True" : "False",
+                      ", with_hard_pin=", c.with_hard_pin ? "True" : "False",
+                      ", preferred_segment='", c.preferred_segment, "'",
+                      ", prefer_alloc_in_same_node=", c.prefer_alloc_in_same_node ? "True" : "False",
+                      ")");
+}
+
+absl::StatusOr<master::ReplicateConfig> ToMaster(const ReplicateConfig& c, const Client& client) {
+  if (c.replica_num < 1 || c.replica_num > kMaxReplicas) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     absl::StrCat("replica_num must be 1..", kMaxReplicas));
+  }
+  master::ReplicateConfig out;
+  out.replica_num = static_cast<uint32_t>(c.replica_num);
+  out.with_soft_pin = c.with_soft_pin || c.soft_pin_action == SoftPinAction::kEnable;
+  out.with_hard_pin = c.with_hard_pin;
+  out.preferred_segment = c.preferred_segment;
+  if (out.preferred_segment.empty() && !c.preferred_segments.empty()) {
+    out.preferred_segment = c.preferred_segments.front();
+  }
+  if (out.preferred_segment.empty() && c.prefer_alloc_in_same_node) {
+    out.preferred_segment = client.SegmentName();
+  }
+  return out;
+}
+
+// The bytes of one stored object, owned by Python (Mooncake's BufferHandle). Exposes the buffer
+// protocol (1-D, unsigned bytes, writable).
+class BufferHandle {
+ public:
+  explicit BufferHandle(std::string data) : data_(std::move(data)) {}
+  uintptr_t ptr() { return reinterpret_cast<uintptr_t>(data_.data()); }
+  size_t size() const { return data_.size(); }
+  char* data() { return data_.data(); }
+
+ private:
+  std::string data_;
+};
+
+// Runs fn(*client) without the GIL and drops the client reference before taking the GIL back,
+// so a client closed meanwhile is torn down off the GIL.
+template <typename Fn>
+auto Released(std::shared_ptr<Client> client, Fn&& fn) {
+  py::gil_scoped_release release;
+  auto result = fn(*client);
+  client.reset();
+  return result;
+}
+
+struct SetupOptions {
+  std::string local_hostname;
+  std::string metadata_server;
+  int64_t global_segment_size = 0;
+  int64_t local_buffer_size = 0;
+  std::string protocol = "tcp";
+  std::string rdma_devices;
+  std::string master_server_addr = kDefaultMaster;
+  bool engine_given = false;
+  bool enable_ssd_offload = false;
+  std::string tenant_id = "default";
+  bool enable_client_http_server = false;
+};
+
+// Mooncake's rule for metadata connection strings: P2PHANDSHAKE, a URL, or a bare host:port that
+// means etcd.
+std::string NormalizeMetadata(const std::string& metadata) {
+  if (metadata == "P2PHANDSHAKE" || metadata.find("://") != std::string::npos) return metadata;
+  return "etcd://" + metadata;
+}
+
+std::string HostOnly(const std::string& hostname) {
+  if (!hostname.empty() && hostname.front() == '[') {
+    size_t close = hostname.find(']');
+    return close == std::string::npos ? hostname : hostname.substr(0, close + 1);
+  }
+  size_t colon = hostname.rfind(':');
+  if (colon != std::string::npos && hostname.find(':') == colon) return hostname.substr(0, colon);
+  return hostname;
+}
+
+absl::StatusOr<store::ClientConfig> ToClientConfig(const SetupOptions& o) {
+  auto invalid = [](absl::string_view what) { return MakeError(ErrorCode::kInvalidParams, what); };
+  if (o.local_hostname.empty()) return invalid("local_hostname is required");
+  if (o.metadata_server.empty()) return invalid("metadata_server is required");
+  if (o.master_server_addr.empty()) return invalid("master_server_addr is required");
+  if (o.global_segment_size < 0) return invalid("global_segment_size must be >= 0");
+  if (o.local_buffer_size < 0) return invalid("local_buffer_size must be >= 0");
+  std::string protocol = AsciiLower(absl::StripAsciiWhitespace(o.protocol));
+  if (protocol.empty()) protocol = "tcp";
+  if (protocol != "tcp" && protocol != "rdma") {
+    return invalid(absl::StrCat("protocol '", o.protocol, "' is not supported (tcp or rdma)"));
+  }
+  if (!o.tenant_id.empty() && o.tenant_id != "default") {
+    return invalid("tenants are not supported: tenant_id must be 'default'");
+  }
+  if (o.enable_ssd_offload) {
+    YB_LOG_WARN("yuebing: enable_ssd_offload is not supported by this client; ignored");
+  }
+  if (o.enable_client_http_server) {
+    YB_LOG_WARN("yuebing: the client HTTP server is not supported; ignored");
+  }
+  store::ClientConfig config;
+  // A store given a Mooncake TransferEngine still runs its own engine; that engine's name
+  // (host:port) is taken, so only the host is kept.
+  config.local_hostname = o.engine_given ? HostOnly(o.local_hostname) : o.local_hostname;
+  config.metadata_server = NormalizeMetadata(o.metadata_server);
+  config.global_segment_size = static_cast<uint64_t>(o.global_segment_size);
+  config.local_buffer_size = static_cast<uint64_t>(o.local_buffer_size);
+  config.protocol = protocol;
+  config.device_name = o.rdma_devices;
+  config.master_server_address = o.master_server_addr;
+  return config;
+}
+
+std::string AsString(py::handle value) { return py::str(value).cast<std::string>(); }
+
+absl::StatusOr<bool> ParseBool(const std::string& text) {
+  std::string t = AsciiLower(absl::StripAsciiWhitespace(text));
+  if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
+  if (t == "0" || t == "false" || t == "no" || t == "off" || t.empty()) return false;
+  return MakeError(ErrorCode::kInvalidParams, absl::StrCat("not a boolean: '", text, "'"));
+}
+
+// Mooncake's dict form of setup(): values are read as strings; sizes accept units ("16MB").
+absl::StatusOr<SetupOptions> OptionsFromDict(const py::dict& dict) {
+  SetupOptions o;
+  o.global_segment_size = static_cast<int64_t>(kDefaultSegmentBytes);
+  o.local_buffer_size = static_cast<int64_t>(kDefaultSegmentBytes);
+  auto text = [&](const char* key) -> std::optional<std::string> {
+    if (!dict.contains(key) || dict[key].is_none()) return std::nullopt;
+    return AsString(dict[key]);
+  };
+  auto size = [&](const char* key, int64_t* out) -> absl::Status {
+    std::optional<std::string> value = text(key);
+    if (!value) return absl::OkStatus();
+    absl::StatusOr<uint64_t> parsed = ParseSize(*value);
+    if (!parsed.ok() || *parsed > static_cast<uint64_t>(INT64_MAX)) {
+      return MakeError(ErrorCode::kInvalidParams,
+                       absl::StrCat("bad ", key, " '", *value, "'"));
+    }
+    *out = static_cast<int64_t>(*parsed);
+    return absl::OkStatus();
+  };
+  auto flag = [&](const char* key, bool* out) -> absl::Status {
+    std::optional<std::string> value = text(key);
+    if (!value) return absl::OkStatus();
+    YB_ASSIGN_OR_RETURN(*out, ParseBool(*value));
+    return absl::OkStatus();
+  };
+  o.local_hostname = text("local_hostname").value_or("");
+  o.metadata_server = text("metadata_server").value_or("");
+  YB_RETURN_IF_ERROR(size("global_segment_size", &o.global_segment_size));
+  YB_RETURN_IF_ERROR(size("local_buffer_size", &o.local_buffer_size));
+  o.protocol = text("protocol").value_or("tcp");
+  // Mooncake's names first; the names of its JSON config file are accepted too.
+  o.rdma_devices = text("rdma_devices").value_or(text("device_name").value_or(""));
+  o.master_server_addr =
+      text("master_server_addr").value_or(text("master_server_address").value_or(kDefaultMaster));
+  o.tenant_id = text("tenant_id").value_or("default");
+  YB_RETURN_IF_ERROR(flag("enable_ssd_offload", &o.enable_ssd_offload));
+  YB_RETURN_IF_ERROR(flag("enable_client_http_server", &o.enable_client_http_server));
+  return o;
+}
+
+void WarnNotReady(const char* method) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    YB_LOG_WARN("yuebing: MooncakeDistributedStore.{}() called before setup() or after close(); "
+                "returning INVALID_PARAMS (-600)",
+                method);
+  }
+}
+
+class DistributedStore {
+ public:
+  DistributedStore() = default;
+  ~DistributedStore() {
+    std::shared_ptr<Client> client;
+    {
+      absl::MutexLock lock(&mu_);
+      client = std::move(client_);
+    }
+    if (client != nullptr) {
+      py::gil_scoped_release release;
+      client.reset();
+    }
+  }
+
+  // --- lifecycle ---
+
+  int Setup(const SetupOptions& options) {
+    absl::StatusOr<store::ClientConfig> config = ToClientConfig(options);
+    if (!config.ok()) {
+      YB_LOG_ERROR("yuebing: setup failed: {}", config.status().message());
+      return Code(config.status());
+    }
+    py::gil_scoped_release release;
+    absl::MutexLock lifecycle(&lifecycle_mu_);
+    if (Acquire() != nullptr) {
+      YB_LOG_ERROR("yuebing: setup() called on a store that is already set up; close() it first");
+      return kInvalidParams;
+    }
+    absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(*config);
+    if (!client.ok()) {
+      YB_LOG_ERROR("yuebing: setup failed: {}", client.status().ToString());
+      return Code(client.status());
+    }
+    absl::MutexLock lock(&mu_);
+    client_ = std::shared_ptr<Client>(std::move(client).value());
+    return 0;
+  }
+
+  int SetupFromDict(const py::dict& dict) {
+    absl::StatusOr<SetupOptions> options = OptionsFromDict(dict);
+    if (!options.ok()) {
+      YB_LOG_ERROR("yuebing: setup failed: {}", options.status().message());
+      return Code(options.status());
+    }
+    return Setup(*options);
+  }
+
+  int Close() {
+    py::gil_scoped_release release;
+    absl::MutexLock lifecycle(&lifecycle_mu_);
+    std::shared_ptr<Client> client;
+    {
+      absl::MutexLock lock(&mu_);
+      client = std::move(client_);
+    }
+    client.reset();  // last reference: unmounts the segment and stops the engine
+    return 0;
+  }
+
+  int HealthCheck() {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return kNotInitialized;
+    bool ok = Released(std::move(client), [](Client& c) { return c.HealthCheck().ok(); });
+    return ok ? kHealthy : kMasterUnreachable;
+  }
+
+  std::string Hostname() {
+    std::shared_ptr<Client> client = Acquire();
+    return client == nullptr ? std::string() : client->SegmentName();
+  }
+
+  py::dict Stats() {
+    py::dict out;
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return out;
+    store::ClientStats s = client->Stats();
+    out["puts"] = s.puts;
+    out["gets"] = s.gets;
+    out["hits"] = s.hits;
+    out["misses"] = s.misses;
+    out["checksum_failures"] = s.checksum_failures;
+    out["lease_expired"] = s.lease_expired;
+    out["replica_failovers"] = s.replica_failovers;
+    return out;
+  }
+
+  // --- writes ---
+
+  int Put(const std::string& key, py::handle value, const ReplicateConfig& rc, bool upsert) {
+    ByteView view(value);
+    return PutViews(key, {view.view()}, rc, upsert, upsert ? "upsert" : "put");
+  }
+
+  int PutParts(const std::string& key, const py::args& parts, const ReplicateConfig& rc,
+               bool upsert) {
+    std::vector<ByteView> views = ViewAll(parts);
+    std::vector<absl::string_view> pieces;
+    for (const ByteView& v : views) pieces.push_back(v.view());
+    return PutViews(key, std::move(pieces), rc, upsert, upsert ? "upsert_parts" : "put_parts");
+  }
+
+  int PutFrom(const std::string& key, uintptr_t ptr, uint64_t size, const ReplicateConfig& rc,
+              bool upsert) {
+    if (ptr == 0 || size == 0) return kInvalidParams;
+    return PutViews(key, {absl::string_view(static_cast<const char*>(AddressOf(ptr)), size)}, rc,
+                    upsert, upsert ? "upsert_from" : "put_from");
+  }
+
+  int PutFromWithMetadata(const std::string& key, uintptr_t ptr, uintptr_t metadata_ptr,
+                          uint64_t size, uint64_t metadata_size, const ReplicateConfig& rc) {
+    if ((ptr == 0 && size > 0) || (metadata_ptr == 0 && metadata_size > 0)) return kInvalidParams;
+    // Mooncake's layout: the metadata bytes, then the data bytes.
+    std::vector<absl::string_view> pieces;
+    if (metadata_size > 0) {
+      pieces.emplace_back(static_cast<const char*>(AddressOf(metadata_ptr)), metadata_size);
+    }
+    if (size > 0) pieces.emplace_back(static_cast<const char*>(AddressOf(ptr)), size);
+    return PutViews(key, std::move(pieces), rc, false, "put_from_with_metadata");
+  }
+
+  // put_batch / upsert_batch: 0 when every object was written, else the first error.
+  int PutBatch(const std::vector<std::string>& keys, const py::sequence& values,
+               const ReplicateConfig& rc, bool upsert) {
+    if (keys.size() != values.size()) return kInvalidParams;
+    std::vector<ByteView> views = ViewAll(values);
+    std::vector<std::vector<absl::string_view>> parts;
+    parts.reserve(views.size());
+    for (const ByteView& v : views) parts.push_back({v.view()});
+    for (int code : BatchPutParts(keys, std::move(parts), rc, upsert, "put_batch")) {
+      if (code != 0) return code;
+    }
+    return 0;
+  }
+
+  std::vector<int> BatchPutFrom(const std::vector<std::string>& keys,
+                                const std::vector<uintptr_t>& ptrs,
+                                const std::vector<uint64_t>& sizes, const ReplicateConfig& rc,
+                                bool upsert) {
+    if (keys.size() != ptrs.size() || keys.size() != sizes.size()) {
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    std::vector<std::vector<absl::string_view>> parts(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (ptrs[i] == 0 && sizes[i] > 0) return std::vector<int>(keys.size(), kInvalidParams);
+      parts[i].emplace_back(static_cast<const char*>(AddressOf(ptrs[i])), sizes[i]);
+    }
+    return BatchPutParts(keys, std::move(parts), rc, upsert, "batch_put_from");
+  }
+
+  std::vector<int> BatchPutFromMulti(const std::vector<std::string>& keys,
+                                     const std::vector<std::vector<uintptr_t>>& ptrs,
+                                     const std::vector<std::vector<uint64_t>>& sizes,
+                                     const ReplicateConfig& rc, bool upsert) {
+    if (keys.size() != ptrs.size() || keys.size() != sizes.size()) {
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    std::vector<std::vector<absl::string_view>> parts(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (ptrs[i].size() != sizes[i].size()) return std::vector<int>(keys.size(), kInvalidParams);
+      for (size_t j = 0; j < ptrs[i].size(); ++j) {
+        if (ptrs[i][j] == 0 && sizes[i][j] > 0) {
+          return std::vector<int>(keys.size(), kInvalidParams);
+        }
+        parts[i].emplace_back(static_cast<const char*>(AddressOf(ptrs[i][j])), sizes[i][j]);
+      }
+    }
+    return BatchPutParts(keys, std::move(parts), rc, upsert, "batch_put_from_multi_buffers");
+  }
+
+  // --- reads ---
+
+  py::bytes Get(const std::string& key) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("get");
+      return py::bytes();
+    }
+    absl::StatusOr<std::string> value =
+        Released(std::move(client), [&](Client& c) { return c.Get(key); });
+    if (!value.ok()) return py::bytes();
+    return py::bytes(value->data(), value->size());
+  }
+
+  py::list GetBatch(const std::vector<std::string>& keys) {
+    py::list out;
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("get_batch");
+      for (size_t i = 0; i < keys.size(); ++i) out.append(py::bytes());
+      return out;
+    }
+    if (keys.empty()) return out;
+    auto values = Released(std::move(client), [&](Client& c) { return c.BatchGet(keys); });
+    for (auto& value : values) {
+      out.append(value.ok() ? py::bytes(value->data(), value->size()) : py::bytes());
+    }
+    return out;
+  }
+
+  py::object GetBuffer(const std::string& key) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("get_buffer");
+      return py::none();
+    }
+    absl::StatusOr<std::string> value =
+        Released(std::move(client), [&](Client& c) { return c.Get(key); });
+    if (!value.ok()) return py::none();
+    return py::cast(std::make_shared<BufferHandle>(std::move(value).value()));
+  }
+
+  py::list BatchGetBuffer(const std::vector<std::string>& keys) {
+    py::list out;
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_get_buffer");
+      for (size_t i = 0; i < keys.size(); ++i) out.append(py::none());
+      return out;
+    }
+    if (keys.empty()) return out;
+    auto values = Released(std::move(client), [&](Client& c) { return c.BatchGet(keys); });
+    for (auto& value : values) {
+      if (value.ok()) {
+        out.append(py::cast(std::make_shared<BufferHandle>(std::move(value).value())));
+      } else {
+        out.append(py::none());
+      }
+    }
+    return out;
+  }
+
+  int64_t GetInto(const std::string& key, uintptr_t ptr, uint64_t size) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("get_into");
+    if (ptr == 0) return kInvalidParams;
+    absl::StatusOr<uint64_t> read = Released(
+        std::move(client), [&](Client& c) { return c.GetInto(key, AddressOf(ptr), size); });
+    return read.ok() ? static_cast<int64_t>(*read) : Code(read.status());
+  }
+
+  std::vector<int64_t> BatchGetInto(const std::vector<std::string>& keys,
+                                    const std::vector<uintptr_t>& ptrs,
+                                    const std::vector<uint64_t>& sizes) {
+    if (keys.size() != ptrs.size() || keys.size() != sizes.size()) {
+      return std::vector<int64_t>(keys.size(), kInvalidParams);
+    }
+    std::vector<std::vector<Client::Buffer>> buffers(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (ptrs[i] == 0) return std::vector<int64_t>(keys.size(), kInvalidParams);
+      buffers[i].push_back(Client::Buffer{AddressOf(ptrs[i]), sizes[i]});
+    }
+    return BatchRead(keys, std::move(buffers), "batch_get_into");
+  }
+
+  std::vector<int64_t> BatchGetIntoMulti(const std::vector<std::string>& keys,
+                                         const std::vector<std::vector<uintptr_t>>& ptrs,
+                                         const std::vector<std::vector<uint64_t>>& sizes) {
+    if (keys.size() != ptrs.size() || keys.size() != sizes.size()) {
+      return std::vector<int64_t>(keys.size(), kInvalidParams);
+    }
+    std::vector<std::vector<Client::Buffer>> buffers(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (ptrs[i].size() != sizes[i].size()) {
+        return std::vector<int64_t>(keys.size(), kInvalidParams);
+      }
+      for (size_t j = 0; j < ptrs[i].size(); ++j) {
+        if (ptrs[i][j] == 0) return std::vector<int64_t>(keys.size(), kInvalidParams);
+        buffers[i].push_back(Client::Buffer{AddressOf(ptrs[i][j]), sizes[i][j]});
+      }
+    }
+    return BatchRead(keys, std::move(buffers), "batch_get_into_multi_buffers");
+  }
+
+  // --- metadata ---
+
+  int IsExist(const std::string& key) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("is_exist");
+    absl::StatusOr<bool> exists =
+        Released(std::move(client), [&](Client& c) { return c.IsExist(key); });
+    return exists.ok() ? (*exists ? 1 : 0) : Code(exists.status());
+  }
+
+  std::vector<int> BatchIsExist(const std::vector<std::string>& keys) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_is_exist");
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    if (keys.empty()) return {};
+    auto exists = Released(std::move(client), [&](Client& c) { return c.BatchIsExist(keys); });
+    std::vector<int> out;
+    out.reserve(exists.size());
+    for (const auto& e : exists) out.push_back(e.ok() ? (*e ? 1 : 0) : Code(e.status()));
+    return out;
+  }
+
+  int64_t GetSize(const std::string& key) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("get_size");
+    absl::StatusOr<uint64_t> size =
+        Released(std::move(client), [&](Client& c) { return c.GetSize(key); });
+    return size.ok() ? static_cast<int64_t>(*size) : Code(size.status());
+  }
+
+  int Remove(const std::string& key, bool force) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("remove");
+    return Code(Released(std::move(client), [&](Client& c) { return c.Remove(key, force); }));
+  }
+
+  int64_t RemoveByRegex(const std::string& pattern, bool force) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("remove_by_regex");
+    absl::StatusOr<uint64_t> removed =
+        Released(std::move(client), [&](Client& c) { return c.RemoveByRegex(pattern, force); });
+    return removed.ok() ? static_cast<int64_t>(*removed) : Code(removed.status());
+  }
+
+  int64_t RemoveAll(bool force) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("remove_all");
+    absl::StatusOr<uint64_t> removed =
+        Released(std::move(client), [&](Client& c) { return c.RemoveAll(force); });
+    return removed.ok() ? static_cast<int64_t>(*removed) : Code(removed.status());
+  }
+
+  std::vector<int> BatchRemove(const std::vector<std::string>& keys, bool force) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_remove");
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    if (keys.empty()) return {};
+    auto removed =
+        Released(std::move(client), [&](Client& c) { return c.BatchRemove(keys, force); });
+    std::vector<int> out;
+    out.reserve(removed.size());
+    for (const absl::Status& s : removed) out.push_back(Code(s));
+    return out;
+  }
+
+  // --- memory ---
+
+  // Mooncake reports every registration failure (overlap, unknown address) as INVALID_PARAMS.
+  int RegisterBuffer(uintptr_t ptr, uint64_t size) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("register_buffer");
+    if (ptr == 0 || size == 0) return kInvalidParams;
+    absl::Status status = Released(
+        std::move(client), [&](Client& c) { return c.RegisterBuffer(AddressOf(ptr), size); });
+    if (!status.ok()) {
+      YB_LOG_WARN("yuebing: register_buffer failed: {}", status.ToString());
+      return kInvalidParams;
+    }
+    return 0;
+  }
+
+  int UnregisterBuffer(uintptr_t ptr) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("unregister_buffer");
+    absl::Status status =
+        Released(std::move(client), [&](Client& c) { return c.UnregisterBuffer(AddressOf(ptr)); });
+    return status.ok() ? 0 : kInvalidParams;
+  }
+
+ private:
+  std::shared_ptr<Client> Acquire() {
+    absl::MutexLock lock(&mu_);
+    return client_;
+  }
+
+  static int NotReady(const char* method) {
+    WarnNotReady(method);
+    return kInvalidParams;
+  }
+
+  int PutViews(const std::string& key, std::vector<absl::string_view> pieces,
+               const ReplicateConfig& rc, bool upsert, const char* method) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady(method);
+    absl::StatusOr<master::ReplicateConfig> config = ToMaster(rc, *client);
+    if (!config.ok()) return Code(config.status());
+    return Code(Released(std::move(client), [&](Client& c) {
+      return c.BatchPutParts({key}, {std::move(pieces)}, *config, upsert)[0];
+    }));
+  }
+
+  std::vector<int> BatchPutParts(const std::vector<std::string>& keys,
+                                 std::vector<std::vector<absl::string_view>> parts,
+                                 const ReplicateConfig& rc, bool upsert, const char* method) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady(method);
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    if (keys.empty()) return {};
+    absl::StatusOr<master::ReplicateConfig> config = ToMaster(rc, *client);
+    if (!config.ok()) return std::vector<int>(keys.size(), Code(config.status()));
+    std::vector<absl::Status> results = Released(std::move(client), [&](Client& c) {
+      return c.BatchPutParts(keys, parts, *config, upsert);
+    });
+    std::vector<int> out;
+    out.reserve(results.size());
+    for (const absl::Status& s : results) out.push_back(Code(s));
+    return out;
+  }
+
+  std::vector<int64_t> BatchRead(const std::vector<std::string>& keys,
+                                 std::vector<std::vector<Client::Buffer>> buffers,
+                                 const char* method) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady(method);
+      return std::vector<int64_t>(keys.size(), kInvalidParams);
+    }
+    if (keys.empty()) return {};
+    auto read = Released(std::move(client),
+                         [&](Client& c) { return c.BatchGetIntoParts(keys, buffers); });
+    std::vector<int64_t> out;
+    out.reserve(read.size());
+    for (const auto& r : read) out.push_back(r.ok() ? static_cast<int64_t>(*r) : Code(r.status()));
+    return out;
+  }
+
+  absl::Mutex lifecycle_mu_;  // serializes setup() and close(); never taken with the GIL held
+  absl::Mutex mu_;            // guards client_; held only for pointer copies
+  std::shared_ptr<Client> client_ ABSL_GUARDED_BY(mu_);
+};
+
+// Page-aligned host memory for callers that want memory from the store's allocator
+// (Mooncake's MooncakeHostMemAllocator). Thread-safe.
+class HostMemAllocator {
+ public:
+  ~HostMemAllocator() {
+    absl::MutexLock lock(&mu_);
+    for (auto& [addr, length] : regions_) munmap(reinterpret_cast<void*>(addr), length);
+  }
+
+  // Returns the address, or 0 on failure (size 0, no memory).
+  uintptr_t Alloc(uint64_t size) {
+    if (size == 0) return 0;
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    absl::MutexLock lock(&mu_);
+    regions_[reinterpret_cast<uintptr_t>(p)] = size;
+    return reinterpret_cast<uintptr_t>(p);
+  }
+
+  // 0, or -1 for an address this allocator did not return (nothing freed).
+  int Free(uintptr_t addr) {
+    uint64_t length = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = regions_.find(addr);
+      if (it == regions_.end()) return -1;
+      length = it->second;
+      regions_.erase(it);
+    }
+    munmap(reinterpret_cast<void*>(addr), length);
+    return 0;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<uintptr_t, uint64_t> regions_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+void BindStore(py::module_& m) {
+  py::enum_<SoftPinAction>(m, "SoftPinAction")
+      .value("PRESERVE", SoftPinAction::kPreserve)
+      .value("ENABLE", SoftPinAction::kEnable)
+      .value("DISABLE", SoftPinAction::kDisable);
+
+  py::class_<ReplicateConfig>(m, "ReplicateConfig",
+                              "Replication settings of a write (Mooncake's ReplicateConfig).")
+      .def(py::init<>())
+      .def_readwrite("replica_num", &ReplicateConfig::replica_num)
+      .def_readwrite("with_soft_pin", &ReplicateConfig::with_soft_pin)
+      .def_readwrite("soft_pin_action", &ReplicateConfig::soft_pin_action)
+      .def_readwrite("soft_pin_ttl_ms", &ReplicateConfig::soft_pin_ttl_ms)
+      .def_readwrite("with_hard_pin", &ReplicateConfig::with_hard_pin)
+      .def_readwrite("preferred_segment", &ReplicateConfig::preferred_segment)
+      .def_readwrite("preferred_segments", &ReplicateConfig::preferred_segments)
+      .def_readwrite("prefer_alloc_in_same_node", &ReplicateConfig::prefer_alloc_in_same_node)
+      .def("__str__", &Describe)
+      .def("__repr__", &Describe);
+
+  py::class_<BufferHandle, std::shared_ptr<BufferHandle>>(m, "BufferHandle", py::buffer_protocol(),
+                                                          "Bytes of one object (buffer protocol).")
+      .def("ptr", &BufferHandle::ptr)
+      .def("size", &BufferHandle::size)
+      .def("__len__", &BufferHandle::size)
+      .def_buffer([](BufferHandle& b) {
+        return py::buffer_info(b.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(b.size())}, {py::ssize_t{1}},
+                               /*readonly=*/false);
+      });
+
+  py::class_<HostMemAllocator>(m, "MooncakeHostMemAllocator")
+      .def(py::init<>())
+      .def("alloc", &HostMemAllocator::Alloc, py::arg("size"))
+      .def("free", &HostMemAllocator::Free, py::arg("ptr"));
+
+  const ReplicateConfig kDefault{};
+  using S = DistributedStore;
+  py::class_<S>(m, "MooncakeDistributedStore")
+      .def(py::init<>())
+      .def(
+          "setup",
+          [](S& self, const std::string& local_hostname, const std::string& metadata_server,
+             int64_t global_segment_size, int64_t local_buffer_size, const std::string& protocol,
+             const std::string& rdma_devices, const std::string& master_server_addr,
+             const py::object& engine, bool enable_ssd_offload,
+             const std::string& /*ssd_offload_path*/, const std::string& tenant_id,
+             bool enable_client_http_server, int /*client_http_port*/) {
+            SetupOptions o;
+            o.local_hostname = local_hostname;
+            o.metadata_server = metadata_server;
+            o.global_segment_size = global_segment_size;
+            o.local_buffer_size = local_buffer_size;
+            o.protocol = protocol;
+            o.rdma_devices = rdma_devices;
+            o.master_server_addr = master_server_addr;
+            o.engine_given = !engine.is_none();
+            o.enable_ssd_offload = enable_ssd_offload;
+            o.tenant_id = tenant_id;
+            o.enable_client_http_server = enable_client_http_server;
+            return self.Setup(o);
+          },
+          py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),
+          py::arg("local_buffer_size"), py::arg("protocol"), py::arg("rdma_devices"),
+          py::arg("master_server_addr"), py::arg("engine") = py::none(),
+          py::arg("enable_ssd_offload") = false, py::arg("ssd_offload_path") = "",
+          py::arg("tenant_id") = "default", py::arg("enable_client_http_server") = false,
+          py::arg("client_http_port") = 9300,
+          "Connects to the master and starts the transfer engine. Returns 0 or an error code.")
+      .def("setup", &S::SetupFromDict, py::arg("config"),
+           "Dict form: local_hostname and metadata_server required; global_segment_size and "
+           "local_buffer_size (default 16MB, units accepted), protocol ('tcp'), rdma_devices, "
+           "master_server_addr ('127.0.0.1:50051').")
+      .def(
+          "setup_dummy",
+          [](S&, int64_t, int64_t, const std::string&) {
+            YB_LOG_ERROR("yuebing: setup_dummy (standalone Mooncake client process) is not "
+                         "supported; use setup()");
+            return kInvalidParams;
+          },
+          py::arg("mem_pool_size"), py::arg("local_buffer_size"), py::arg("server_address"))
+      .def("close", &S::Close)
+      .def("health_check", &S::HealthCheck,
+           "0 healthy, 1 not set up or closed, 2 master unreachable.")
+      .def("get_hostname", &S::Hostname)
+      .def("stats", &S::Stats, "yuebing extension: client counters (hits, misses, ...).")
+      // writes
+      .def(
+          "put",
+          [](S& self, const std::string& key, py::handle value, const ReplicateConfig& rc) {
+            return self.Put(key, value, rc, false);
+          },
+          py::arg("key"), py::arg("value"), py::arg("config") = kDefault)
+      .def(
+          "upsert",
+          [](S& self, const std::string& key, py::handle value, const ReplicateConfig& rc) {
+            return self.Put(key, value, rc, true);
+          },
+          py::arg("key"), py::arg("value"), py::arg("config") = kDefault)
+      .def(
+          "put_parts",
+          [](S& self, const std::string& key, const py::args& parts, const ReplicateConfig& rc) {
+            return self.PutParts(key, parts, rc, false);
+          },
+          py::arg("key"), py::arg("config") = kDefault)
+      .def(
+          "upsert_parts",
+          [](S& self, const std::string& key, const py::args& parts, const ReplicateConfig& rc) {
+            return self.PutParts(key, parts, rc, true);
+          },
+          py::arg("key"), py::arg("config") = kDefault)
+      .def(
+          "put_batch",
+          [](S& self, const std::vector<std::string>& keys, const py::sequence& values,
+             const ReplicateConfig& rc) { return self.PutBatch(keys, values, rc, false); },
+          py::arg("keys"), py::arg("values"), py::arg("config") = kDefault)
+      .def(
+          "upsert_batch",
+          [](S& self, const std::vector<std::string>& keys, const py::sequence& values,
+             const ReplicateConfig& rc) { return self.PutBatch(keys, values, rc, true); },
+          py::arg("keys"), py::arg("values"), py::arg("config") = kDefault)
+      .def(
+          "put_from",
+          [](S& self, const std::string& key, uintptr_t ptr, uint64_t size,
+             const ReplicateConfig& rc) { return self.PutFrom(key, ptr, size, rc, false); },
+          py::arg("key"), py::arg("buffer_ptr"), py::arg("size"), py::arg("config") = kDefault)
+      .def(
+          "upsert_from",
+          [](S& self, const std::string& key, uintptr_t ptr, uint64_t size,
+             const ReplicateConfig& rc) { return self.PutFrom(key, ptr, size, rc, true); },
+          py::arg("key"), py::arg("buffer_ptr"), py::arg("size"), py::arg("config") = kDefault)
+      .def("put_from_with_metadata", &S::PutFromWithMetadata, py::arg("key"),
+           py::arg("buffer_ptr"), py::arg("metadata_buffer_ptr"), py::arg("size"),
+           py::arg("metadata_size"), py::arg("config") = kDefault)
+      .def(
+          "batch_put_from",
+          [](S& self, const std::vector<std::string>& keys, const std::vector<uintptr_t>& ptrs,
+             const std::vector<uint64_t>& sizes, const ReplicateConfig& rc) {
+            return self.BatchPutFrom(keys, ptrs, sizes, rc, false);
+          },
+          py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"), py::arg("config") = kDefault)
+      .def(
+          "batch_upsert_from",
+          [](S& self, const std::vector<std::string>& keys, const std::vector<uintptr_t>& ptrs,
+             const std::vector<uint64_t>& sizes, const ReplicateConfig& rc) {
+            return self.BatchPutFrom(keys, ptrs, sizes, rc, true);
+          },
+          py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"), py::arg("config") = kDefault)
+      .def(
+          "batch_put_from_multi_buffers",
+          [](S& self, const std::vector<std::string>& keys,
+             const std::vector<std::vector<uintptr_t>>& ptrs,
+             const std::vector<std::vector<uint64_t>>& sizes, const ReplicateConfig& rc) {
+            return self.BatchPutFromMulti(keys, ptrs, sizes, rc, false);
+          },
+          py::arg("keys"), py::arg("all_buffer_ptrs"), py::arg("all_sizes"),
+          py::arg("config") = kDefault)
+      .def(
+          "batch_upsert_from_multi_buffers",
+          [](S& self, const std::vector<std::string>& keys,
+             const std::vector<std::vector<uintptr_t>>& ptrs,
+             const std::vector<std::vector<uint64_t>>& sizes, const ReplicateConfig& rc) {
+            return self.BatchPutFromMulti(keys, ptrs, sizes, rc, true);
+          },
+          py::arg("keys"), py::arg("all_buffer_ptrs"), py::arg("all_sizes"),
+          py::arg("config") = kDefault)
+      // reads
+      .def("get", &S::Get, py::arg("key"))
+      .def("get_batch", &S::GetBatch, py::arg("keys"))
+      .def("get_buffer", &S::GetBuffer, py::arg("key"))
+      .def("batch_get_buffer", &S::BatchGetBuffer, py::arg("keys"))
+      .def("get_into", &S::GetInto, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"))
+      .def("batch_get_into", &S::BatchGetInto, py::arg("keys"), py::arg("buffer_ptrs"),
+           py::arg("sizes"))
+      .def(
+          "batch_get_into_multi_buffers",
+          [](S& self, const std::vector<std::string>& keys,
+             const std::vector<std::vector<uintptr_t>>& ptrs,
+             const std::vector<std::vector<uint64_t>>& sizes, bool /*prefer_same_node*/) {
+            return self.BatchGetIntoMulti(keys, ptrs, sizes);
+          },
+          py::arg("keys"), py::arg("all_buffer_ptrs"), py::arg("all_sizes"),
+          py::arg("prefer_alloc_in_same_node") = false)
+      // metadata
+      .def("is_exist", &S::IsExist, py::arg("key"))
+      .def("batch_is_exist", &S::BatchIsExist, py::arg("keys"))
+      .def("get_size", &S::GetSize, py::arg("key"))
+      .def("remove", &S::Remove, py::arg("key"), py::arg("force") = false)
+      .def("remove_by_regex", &S::RemoveByRegex, py::arg("regex_pattern"),
+           py::arg("force") = false)
+      .def("remove_all", &S::RemoveAll, py::arg("force") = false)
+      .def("batch_remove", &S::BatchRemove, py::arg("keys"), py::arg("force") = false)
+      // memory
+      .def("register_buffer", &S::RegisterBuffer, py::arg("buffer_ptr"), py::arg("size"))
+      .def("unregister_buffer", &S::UnregisterBuffer, py::arg("buffer_ptr"));
+
+  m.def(
+      "parse_size",
+      [](const std::string& text) {
+        absl::StatusOr<uint64_t> size = ParseSize(text);
+        if (!size.ok()) throw py::value_error(std::string(size.status().message()));
+        return *size;
+      },
+      py::arg("text"), "Parses a byte size such as '16MB', '1.5 GiB' or '4096' (KB/MB/GB = 1024^n).");
+}
+
+}  // namespace yuebing::python
