@@ -184,10 +184,12 @@ absl::Status RunBatch(RunState& s, uint32_t thread, OpCode opcode, uint64_t firs
   YB_ASSIGN_OR_RETURN(std::vector<transport::TransferStatus> statuses,
                       s.engine->WaitBatch(batch, s.params->timeout + std::chrono::seconds(2)));
   for (size_t i = 0; i < statuses.size(); ++i) {
-    if (statuses[i].state != transport::TransferState::kCompleted) {
-      return absl::InternalError(absl::StrCat("request ", i, " ended ",
-                                              transport::TransferStateName(statuses[i].state), ": ",
-                                              statuses[i].reason));
+    const transport::TransferState state = statuses[i].state;
+    if (state != transport::TransferState::kCompleted) {
+      std::string message = absl::StrCat(
+          "request ", i, " ended ", transport::TransferStateName(state), ": ", statuses[i].reason);
+      return state == transport::TransferState::kFailed ? absl::AbortedError(message)
+                                                        : absl::DeadlineExceededError(message);
     }
   }
   return s.engine->FreeBatch(batch);
