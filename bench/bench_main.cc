@@ -16,10 +16,11 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: yuebing-bench <transfer|socket|memcpy> [--flags]\n"
+    "usage: yuebing-bench <transfer|socket|memcpy|store> [--flags]\n"
     "  transfer  transfer engine throughput/latency (--mode=target|initiator)\n"
     "  socket    raw loopback TCP baseline (--mode=server|client [--pingpong])\n"
     "  memcpy    single-thread memcpy baseline\n"
+    "  store     store put/get/exist against a cluster (--master_server_address)\n"
     "Run `yuebing-bench transfer --helpfull` for every flag.";
 
 }  // namespace
@@ -47,6 +48,8 @@ int main(int argc, char** argv) {
     status = yuebing::bench::RunSocketBench();
   } else if (command == "memcpy") {
     status = yuebing::bench::RunMemcpyBench();
+  } else if (command == "store") {
+    status = yuebing::bench::RunStoreBench();
   } else {
     std::fprintf(stderr, "unknown subcommand: %s\n%s\n", command.c_str(), kUsage);
     return 2;

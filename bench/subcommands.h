@@ -12,5 +12,7 @@ absl::Status RunTransferBench();
 absl::Status RunSocketBench();
 // Single-thread memcpy between two large buffers (memcpy_baseline.cc).
 absl::Status RunMemcpyBench();
+// Store client batch put/get and batched Exist against a running cluster (store_bench.cc).
+absl::Status RunStoreBench();
 
 }  // namespace yuebing::bench
