@@ -1,6 +1,7 @@
 // TransferEngine implementation: owns the registry, the TCP server, the metadata publication, the
 // opened peer segments (descriptor, TCP peer, shm mappings) and the batches, and routes every
 // request to the local, shm or TCP path.
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -527,6 +528,8 @@ bool TransferEngineImpl::TryShm(PeerSegment& segment, const TransferRequest& req
       descriptor = segment.descriptor;
     }
     if (descriptor->host_id != LocalHostId()) return false;
+    // A mapping outlives its owner; a dead owner's memory must not look like a live target.
+    if (kill(descriptor->pid, 0) != 0 && errno == ESRCH) return false;
     ShmTarget target = segment.shm.Translate(*descriptor, request.target_offset, request.length);
     if (target.address != nullptr) {
       if (request.opcode == OpCode::kWrite) {

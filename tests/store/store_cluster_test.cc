@@ -75,7 +75,7 @@ TEST_F(StoreClusterTest, RemoveFamily) {
   EXPECT_TRUE(client_->Remove("layer-0", /*force=*/true).ok());
   auto removed = client_->RemoveByRegex("layer-[1-4]", true);
   ASSERT_TRUE(removed.ok()) << removed.status();
-  EXPECT_EQ(*removed, 5u);
+  EXPECT_EQ(*removed, 4u);
   EXPECT_TRUE(*client_->IsExist("layer-5"));
   EXPECT_EQ(*client_->RemoveAll(true), 6u);
   EXPECT_FALSE(*client_->IsExist("other"));

@@ -178,6 +178,22 @@ TEST(MultiProcessTest, SharedMemoryReachesAnotherProcess) {
                    .ok());
 }
 
+TEST(MultiProcessTest, SharedMemoryOfAKilledPeerIsNotATarget) {
+  Target target = StartTarget({"--size=8388608", "--shm"});
+  ASSERT_FALSE(target.segment.empty());
+  auto initiator = MakeEngine("P2PHANDSHAKE", /*enable_shm=*/true, std::chrono::seconds(3));
+  auto handle = initiator->OpenSegment(target.segment);
+  ASSERT_TRUE(handle.ok());
+  std::vector<char> local(4096, 1);
+  ASSERT_TRUE(initiator->TransferSync({Write(local.data(), *handle, target.addr, 4096)}).ok());
+  ASSERT_GT(initiator->Stats().shm_bytes, 0u) << "the mapping was not established";
+  target.process->Signal(SIGKILL);
+  ASSERT_TRUE(target.process->Wait(std::chrono::seconds(5)).ok());
+  // The mapping still exists in this process, but the owner is gone: the request must fail
+  // rather than report a write nobody will ever read.
+  EXPECT_FALSE(initiator->TransferSync({Write(local.data(), *handle, target.addr, 4096)}).ok());
+}
+
 TEST(MultiProcessTest, EtcdMetadataBackendWithRealEtcd) {
   auto etcd = test_support::EtcdProcess::Start();
   ASSERT_TRUE(etcd.ok()) << etcd.status();
