@@ -1,10 +1,22 @@
 #include "binding_util.h"
 
+#include <cstdlib>
 #include <utility>
+
+#include "yuebing/common/logging.h"
 
 namespace yuebing::python {
 
 namespace py = pybind11;
+
+int Code(const absl::Status& status) {
+  ErrorCode code = ToErrorCode(status);
+  if (code != ErrorCode::kOk && code != ErrorCode::kObjectNotFound) {
+    // spdlog::debug, not YB_LOG_DEBUG: the macro is compiled out of release builds.
+    spdlog::debug("yuebing: call failed: {}", status.ToString());
+  }
+  return static_cast<int>(code);
+}
 
 ByteView::ByteView(py::handle object) {
   if (PyObject_GetBuffer(object.ptr(), &buffer_, PyBUF_SIMPLE) != 0) {
@@ -29,6 +41,13 @@ std::vector<ByteView> ViewAll(const py::sequence& objects) {
   views.reserve(objects.size());
   for (py::handle object : objects) views.emplace_back(object);
   return views;
+}
+
+bool ShmEnabledByEnv() {
+  const char* value = std::getenv("YUEBING_ENABLE_SHM");
+  if (value == nullptr) return true;
+  std::string v = AsciiLower(value);
+  return !(v == "0" || v == "false" || v == "no" || v == "off");
 }
 
 std::string AsciiLower(absl::string_view text) {

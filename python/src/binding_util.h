@@ -21,8 +21,9 @@ namespace yuebing::python {
 // Mooncake's INVALID_PARAMS (-600): bad arguments, or a store used before setup()/after close().
 inline constexpr int kInvalidParams = static_cast<int>(ErrorCode::kInvalidParams);
 
-// 0 for OK, otherwise the Mooncake numeric code carried by (or derived from) the status.
-inline int Code(const absl::Status& status) { return static_cast<int>(ToErrorCode(status)); }
+// 0 for OK, otherwise the Mooncake numeric code carried by (or derived from) the status. Errors
+// other than a miss are logged at debug level (YUEBING_LOG_LEVEL=debug shows why a call failed).
+int Code(const absl::Status& status);
 
 // A read-only, C-contiguous view of a Python object supporting the buffer protocol (bytes,
 // bytearray, memoryview, numpy arrays, ...). Throws pybind11::type_error (TypeError in Python) for
@@ -51,6 +52,10 @@ std::vector<ByteView> ViewAll(const pybind11::sequence& objects);
 
 // A process address given from Python as an integer (e.g. numpy's ctypes.data, torch's data_ptr()).
 inline void* AddressOf(uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+// yuebing's own switch, YUEBING_ENABLE_SHM=0: peers on this host are reached over TCP instead of
+// shared memory (for measurements; the default is shared memory where possible).
+bool ShmEnabledByEnv();
 
 // Lower-cases ASCII letters (protocol names are matched case-insensitively, as Mooncake's
 // configuration helpers do).

@@ -104,6 +104,7 @@ class PyTransferEngine {
     options.metadata_conn = ConnString(metadata_server, metadata_type);
     options.protocol = AsciiLower(absl::StripAsciiWhitespace(protocol));
     if (options.protocol.empty()) options.protocol = "tcp";
+    options.enable_shm = ShmEnabledByEnv();
     py::gil_scoped_release release;
     absl::MutexLock lifecycle(&lifecycle_mu_);
     if (Acquire() != nullptr) {

@@ -127,6 +127,7 @@ struct SetupOptions {
   bool enable_ssd_offload = false;
   std::string tenant_id = "default";
   bool enable_client_http_server = false;
+  std::optional<bool> enable_shm;  // yuebing extension (dict key); default: YUEBING_ENABLE_SHM
 };
 
 // Mooncake's rule for metadata connection strings: P2PHANDSHAKE, a URL, or a bare host:port that
@@ -177,6 +178,7 @@ absl::StatusOr<store::ClientConfig> ToClientConfig(const SetupOptions& o) {
   config.protocol = protocol;
   config.device_name = o.rdma_devices;
   config.master_server_address = o.master_server_addr;
+  config.enable_shm = o.enable_shm.value_or(ShmEnabledByEnv());
   return config;
 }
 
@@ -227,6 +229,11 @@ absl::StatusOr<SetupOptions> OptionsFromDict(const py::dict& dict) {
   o.tenant_id = text("tenant_id").value_or("default");
   YB_RETURN_IF_ERROR(flag("enable_ssd_offload", &o.enable_ssd_offload));
   YB_RETURN_IF_ERROR(flag("enable_client_http_server", &o.enable_client_http_server));
+  if (text("enable_shm")) {
+    bool shm = true;
+    YB_RETURN_IF_ERROR(flag("enable_shm", &shm));
+    o.enable_shm = shm;
+  }
   return o;
 }
 
