@@ -20,7 +20,7 @@ from typing import List, Optional
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-STORE_SIZE = "64MB"
+STORE_SIZE = "256MB"
 START_TIMEOUT_S = 20.0
 
 
