@@ -286,6 +286,10 @@ def run_backend(backend: str, args) -> Optional[dict]:
         env["PYTHONPATH"] = os.pathsep.join(
             [str(Path(args.upstream_dir).resolve())] + env.get("PYTHONPATH", "").split(os.pathsep))
         env.setdefault("MC_STORE_MEMCPY", "0")
+        if args.upstream_malloc_tuning:
+            # What yuebing's module does with mallopt at import, given to upstream by variables.
+            env.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
+            env.setdefault("MALLOC_TRIM_THRESHOLD_", str(256 << 20))
     env.setdefault("YUEBING_LOG_LEVEL", "warn")
     children = start_cluster(backend, args, env)
     try:
@@ -353,6 +357,8 @@ def main() -> None:
                    help="where the upstream wheel is (or is to be) installed")
     p.add_argument("--install-upstream", action="store_true",
                    help=f"pip install {UPSTREAM_PACKAGE} --target --upstream-dir first")
+    p.add_argument("--upstream-malloc-tuning", action="store_true",
+                   help="give upstream the malloc settings yuebing applies to itself at import")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--timeout", type=float, default=900, help="seconds per backend")
     p.add_argument("--json", default="", help="also write the results to this file")
