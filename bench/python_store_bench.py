@@ -311,9 +311,28 @@ def run_backend(backend: str, args) -> Optional[dict]:
             c.stop()
 
 
+def merge_runs(runs: List[dict]) -> dict:
+    """One result per backend: the median over repeated runs of each figure."""
+    def median(values):
+        ordered = sorted(values)
+        return ordered[len(ordered) // 2]
+
+    merged = dict(runs[0])
+    merged["rows"] = []
+    for i, row in enumerate(runs[0]["rows"]):
+        out = dict(row)
+        for field in ("mib_s", "p50_ms", "p99_ms"):
+            out[field] = median([r["rows"][i][field] for r in runs])
+        out["errors"] = sum(r["rows"][i]["errors"] for r in runs)
+        merged["rows"].append(out)
+    merged["runs"] = len(runs)
+    return merged
+
+
 def report(results: List[dict], args) -> None:
     print(f"\nworkload: --batch {args.batch} objects per batch call, {args.rounds} rounds "
-          f"(+{args.warmup} warm-up), one store server of {args.store_size}, 127.0.0.1")
+          f"(+{args.warmup} warm-up), one store server of {args.store_size}, 127.0.0.1; "
+          f"medians of {args.repeat} alternating run(s) per backend")
     head = f"{'op':<16}{'size':>7}{'batch':>6}"
     for r in results:
         head += f" | {r['label'] + (' shm' if r['backend'] == 'yuebing-shm' else ''):^26}"
@@ -350,6 +369,8 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=16, help="objects per batch call")
     p.add_argument("--rounds", type=int, default=16)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs per backend, alternating backends; figures are medians")
     p.add_argument("--store-size", default="2GB", help="memory of the store server")
     p.add_argument("--local-buffer", default="512MB", help="client local_buffer_size")
     p.add_argument("--build-dir", default=os.environ.get("YUEBING_BUILD_DIR", str(REPO / "build")))
@@ -380,12 +401,14 @@ def main() -> None:
         print(f"upstream Mooncake not found in {args.upstream_dir}; use --install-upstream",
               file=sys.stderr)
         backends.remove("mooncake")
-    results = []
-    for backend in backends:
-        print(f"[{backend}] running ...", file=sys.stderr, flush=True)
-        result = run_backend(backend, args)
-        if result is not None:
-            results.append(result)
+    runs: Dict[str, List[dict]] = {b: [] for b in backends}
+    for repeat in range(args.repeat):  # backends alternate, so drifts of the machine hit all
+        for backend in backends:
+            print(f"[{backend}] run {repeat + 1}/{args.repeat} ...", file=sys.stderr, flush=True)
+            result = run_backend(backend, args)
+            if result is not None:
+                runs[backend].append(result)
+    results = [merge_runs(r) for r in runs.values() if r]
     if not results:
         raise SystemExit("no backend produced results")
     report(results, args)
