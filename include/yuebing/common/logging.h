@@ -23,7 +23,8 @@ namespace yuebing {
 void InitLogging();
 }  // namespace yuebing
 
-#define YB_LOG_DEBUG(...) SPDLOG_DEBUG(__VA_ARGS__)
-#define YB_LOG_INFO(...) SPDLOG_INFO(__VA_ARGS__)
-#define YB_LOG_WARN(...) SPDLOG_WARN(__VA_ARGS__)
-#define YB_LOG_ERROR(...) SPDLOG_ERROR(__VA_ARGS__)
+// Filtered at run time (YUEBING_LOG_LEVEL), so debug lines exist in release builds too.
+#define YB_LOG_DEBUG(...) ::spdlog::debug(__VA_ARGS__)
+#define YB_LOG_INFO(...) ::spdlog::info(__VA_ARGS__)
+#define YB_LOG_WARN(...) ::spdlog::warn(__VA_ARGS__)
+#define YB_LOG_ERROR(...) ::spdlog::error(__VA_ARGS__)
