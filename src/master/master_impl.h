@@ -1,0 +1,244 @@
+// MasterService::Impl: the state behind the public API, shared by master_service.cc (objects),
+// segments.cc (segments, clients, unmount) and eviction.cc (eviction and reclaim).
+//
+// Locks, always taken in this order (never the reverse):
+//   topo_mu_      segments and clients. Shared by every object operation that touches segment
+//                 data (placement, replica addresses, frees); exclusive for mount/unmount and
+//                 client expiry, which also rewrite objects.
+//   eviction_mu_  one eviction pass at a time.
+//   Shard::mu     one shard of the object index.
+//   retired_mu_   allocations waiting for a deadline before they are freed.
+//   SegmentState::mu  one segment's allocator.
+//
+// Space rules (what keeps readers and late writers from seeing reused bytes):
+//   - a complete object's replicas are freed when it goes, unless a read lease still covers
+//     them: then they are retired until the lease deadline;
+//   - an unfinished put's space is freed at once only when its writer revokes it or the put
+//     passed put_start_release_timeout; otherwise (taken over, its writer expired, removed) it
+//     is retired until put start + put_start_release_timeout, when the writer must be done;
+//   - on an unmounted segment nothing is freed: the whole allocator goes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "master/object_index.h"
+#include "master/segment_allocator.h"
+#include "yuebing/common/clock.h"
+#include "yuebing/master/master_service.h"
+
+namespace yuebing::master {
+
+// Bounds on everything the master keeps per caller.
+inline constexpr size_t kMaxClientIdBytes = 256;
+inline constexpr size_t kMaxSegmentNameBytes = 1024;
+inline constexpr size_t kMaxSegments = 65536;
+inline constexpr size_t kMaxClients = 65536;
+inline constexpr uint32_t kMaxReplicas = 16;
+inline constexpr size_t kMaxRegexBytes = 1024;
+inline constexpr uint32_t kMaxShards = 4096;
+// Eviction estimates its LRU cut-off from at most this many sampled candidates (exact below).
+inline constexpr size_t kEvictionSampleCap = 65536;
+// After a pass that evicted nothing, further passes wait this long.
+inline constexpr std::chrono::milliseconds kFutileEvictionBackoff{100};
+
+struct ReplicaRef {
+  uint32_t segment;
+  uint64_t offset;
+};
+
+// A replacing put (UpsertStart) in progress on a complete object.
+struct PendingPut {
+  uint64_t writer = 0;
+  int64_t start_ns = 0;
+  uint64_t size = 0;
+  uint8_t pins = 0;  // kEntrySoftPin | kEntryHardPin
+  std::vector<ReplicaRef> replicas;
+};
+
+struct Shard {
+  absl::Mutex mu;
+  ObjectTable table ABSL_GUARDED_BY(mu);
+  // Replicas after the first, for objects with more than one.
+  absl::flat_hash_map<uint32_t, std::vector<ReplicaRef>> extra ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<uint32_t, PendingPut> pending ABSL_GUARDED_BY(mu);
+  absl::flat_hash_set<uint32_t> in_progress ABSL_GUARDED_BY(mu);  // entries not yet complete
+};
+
+struct ClientInfo {
+  uint64_t serial = 0;  // never reused: identifies the writer of a put
+  std::atomic<int64_t> last_ping_ns{0};
+};
+
+struct SegmentState {
+  SegmentState(const Segment& seg, uint64_t alignment)
+      : segment(seg), alloc(seg.base, seg.size, alignment), capacity(alloc.capacity()) {}
+  Segment segment;
+  ClientId client_id;
+  const ClientInfo* owner = nullptr;  // valid while mounted (clients outlive their segments)
+  uint64_t epoch = 0;
+  bool dying = false;  // being unmounted: frees are dropped
+  absl::Mutex mu;
+  SegmentAllocator alloc ABSL_GUARDED_BY(mu);
+  const uint64_t capacity;              // usable bytes, fixed
+  std::atomic<uint64_t> free_bytes{0};  // mirror of alloc.free_bytes() for placement order
+};
+
+struct RetiredRange {
+  int64_t free_at_ns;
+  uint32_t segment;
+  uint64_t offset;
+  uint64_t length;
+};
+
+// How to treat the space of an unfinished put that is dropped.
+enum class Unfinished { kFreeNow, kHoldUntilRelease };
+
+class MasterService::Impl {
+ public:
+  Impl(MasterOptions options, Clock& clock);
+
+  // segments.cc
+  absl::StatusOr<uint64_t> MountSegment(const ClientId& client, const Segment& segment);
+  absl::Status UnmountSegment(const ClientId& client, const std::string& name);
+  ClientState Ping(const ClientId& client);
+  void ExpireClients(int64_t now) ABSL_LOCKS_EXCLUDED(topo_mu_);
+  // Drops these clients: their segments, their unfinished puts, their entries.
+  void ExpireLocked(const std::vector<ClientId>& ids, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_);
+  MasterStats Stats();
+
+  // master_service.cc
+  absl::StatusOr<std::vector<Replica>> StartPut(const ClientId& client, const std::string& key,
+                                                uint64_t size, const ReplicateConfig& config,
+                                                bool upsert, bool evict_after);
+  absl::Status PutEnd(const ClientId& client, const std::string& key, uint64_t checksum);
+  absl::Status PutRevoke(const ClientId& client, const std::string& key);
+  absl::StatusOr<ObjectLocation> GetReplicaList(const std::string& key);
+  bool Exist(const std::string& key);
+  absl::StatusOr<uint64_t> GetSize(const std::string& key);
+  absl::Status Remove(const std::string& key, bool force);
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
+  uint64_t RemoveAll(bool force);
+  void Tick();
+  // Takes topo_mu_ itself; for batch forms that defer the check to the end.
+  void MaybeEvictAboveWatermark() ABSL_LOCKS_EXCLUDED(topo_mu_);
+
+ private:
+  // --- helpers in master_service.cc ---
+  absl::Status ValidateKey(absl::string_view key) const;
+  Shard& ShardFor(absl::string_view key) const;
+  int64_t NowNs() const;
+  // Serial of a known client (refreshing its liveness), registering it when new.
+  absl::StatusOr<uint64_t> TouchClient(const ClientId& client) ABSL_LOCKS_EXCLUDED(topo_mu_);
+  uint64_t SerialOf(const ClientId& client) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Clears the way for a new put of `key`: fails with kObjectAlreadyExists, or discards a stale
+  // unfinished put. Returns the index of a complete object an upsert will replace, or kNone.
+  absl::StatusOr<uint32_t> PrepareKey(Shard& s, absl::string_view key, bool upsert, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  absl::StatusOr<std::vector<Replica>> RecordPut(Shard& s, absl::string_view key, uint32_t existing,
+                                                 uint64_t serial, uint64_t size,
+                                                 const ReplicateConfig& config,
+                                                 std::vector<ReplicaRef> refs, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  std::vector<Replica> ToReplicas(const std::vector<ReplicaRef>& refs, uint64_t size) const
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  void CompletePut(Shard& s, uint32_t index, uint64_t checksum, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  template <typename Match>
+  uint64_t RemoveMatching(bool force, Match&& match) ABSL_LOCKS_EXCLUDED(topo_mu_);
+
+ public:
+  // --- object plumbing shared by the three files (shard lock held) ---
+  std::vector<ReplicaRef> ReplicasOf(Shard& s, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void SetReplicas(Shard& s, uint32_t index, const std::vector<ReplicaRef>& refs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Removes the object (and any pending upsert), disposing of its space by the rules above.
+  void DropObject(Shard& s, uint32_t index, int64_t now, Unfinished mode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  void CancelPending(Shard& s, uint32_t index, int64_t now, Unfinished mode)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+
+  // --- space (segments.cc) ---
+  uint64_t AlignedSize(uint64_t size) const;
+  // Up to `want` replicas of `length` bytes on distinct live segments, preferred first.
+  // Whether a segment open to new objects could hold `length` bytes once emptied.
+  bool AnySegmentCouldHold(uint64_t length, int64_t now) const ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  std::vector<ReplicaRef> AllocateReplicas(uint64_t length, uint32_t want,
+                                           absl::string_view preferred, int64_t now)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  void FreeRange(uint32_t segment, uint64_t offset, uint64_t length)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Frees now if free_at_ns <= now, else queues the range until then.
+  void Retire(const ReplicaRef& ref, uint64_t length, int64_t free_at_ns, int64_t now)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  void FreeRetired(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Drops `slots` (and every replica on them) and the unfinished puts of `writers`.
+  void UnmountLocked(const std::vector<uint32_t>& slots,
+                     const absl::flat_hash_set<uint64_t>& writers, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_);
+  void DropSegmentReplicas(Shard& s, uint32_t index, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu, topo_mu_);
+  bool OwnerAlive(const SegmentState& seg, int64_t now) const;
+
+  // --- eviction and reclaim (eviction.cc) ---
+  // One eviction pass freeing about eviction_ratio of the objects and at least `bytes_target`
+  // bytes when candidates allow; skipped during the back-off after a pass that found nothing.
+  // Returns objects evicted.
+  uint64_t RunEviction(uint64_t bytes_target, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(eviction_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  struct EvictionProgress;
+  void EvictClass(bool soft_pinned, int64_t now, EvictionProgress& progress)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(eviction_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Eviction after an allocation failure; skipped when another pass ran while waiting.
+  void EvictForSpace(uint64_t bytes_target, int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  void EvictAboveWatermark(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  void ReleaseZombiePuts(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+
+  const MasterOptions options_;
+  Clock& clock_;
+  const uint64_t alignment_;
+  const uint32_t max_key_bytes_;
+  const int64_t lease_ttl_ns_;
+  const int64_t soft_pin_ttl_ns_;
+  const int64_t client_ttl_ns_;
+  const int64_t discard_timeout_ns_;
+  const int64_t release_timeout_ns_;
+
+  mutable absl::Mutex topo_mu_;
+  std::vector<std::unique_ptr<SegmentState>> segments_ ABSL_GUARDED_BY(topo_mu_);
+  absl::flat_hash_map<std::string, uint32_t> segment_by_name_ ABSL_GUARDED_BY(topo_mu_);
+  absl::node_hash_map<ClientId, ClientInfo> clients_ ABSL_GUARDED_BY(topo_mu_);
+  uint64_t next_epoch_ ABSL_GUARDED_BY(topo_mu_);
+  uint64_t next_client_serial_ ABSL_GUARDED_BY(topo_mu_) = 1;
+
+  std::vector<std::unique_ptr<Shard>> shards_;  // fixed after construction
+
+  absl::Mutex eviction_mu_ ABSL_ACQUIRED_AFTER(topo_mu_);
+  bool had_futile_eviction_ ABSL_GUARDED_BY(eviction_mu_) = false;
+  int64_t last_futile_eviction_ns_ ABSL_GUARDED_BY(eviction_mu_) = 0;
+  uint64_t sample_seed_ ABSL_GUARDED_BY(eviction_mu_) = 0x9e3779b97f4a7c15ull;
+
+  absl::Mutex retired_mu_;
+  std::vector<RetiredRange> retired_ ABSL_GUARDED_BY(retired_mu_);  // min-heap on free_at_ns
+
+  std::atomic<uint64_t> access_seq_{0};
+  std::atomic<uint64_t> objects_{0};
+  std::atomic<uint64_t> used_bytes_{0};
+  std::atomic<uint64_t> capacity_bytes_{0};
+  std::atomic<uint64_t> evicted_objects_{0};
+  std::atomic<uint64_t> eviction_passes_{0};
+};
+
+}  // namespace yuebing::master

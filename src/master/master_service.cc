@@ -1,0 +1,627 @@
+// Object operations of the master (put, get, remove, tick) and the public API forwarding.
+// Segments and clients are in segments.cc, eviction and reclaim in eviction.cc.
+#include "yuebing/master/master_service.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <limits>
+#include <regex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "master/master_impl.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::master {
+namespace {
+
+constexpr uint32_t kNone = ObjectTable::kNone;
+
+// Durations are held in nanoseconds; anything past ~30 years is treated as 30 years, so
+// deadline arithmetic never overflows.
+int64_t ToNs(std::chrono::milliseconds ms) {
+  constexpr int64_t kMaxMs = int64_t{1'000'000'000'000};
+  return std::clamp<int64_t>(ms.count(), 0, kMaxMs) * 1'000'000;
+}
+
+uint64_t AlignmentOf(uint32_t requested) {
+  uint64_t alignment = 1;
+  while (alignment < requested && alignment < (uint64_t{1} << 30)) alignment <<= 1;
+  return alignment;
+}
+
+MasterOptions Sanitized(MasterOptions options) {
+  options.num_shards = std::clamp<uint32_t>(options.num_shards, 1, kMaxShards);
+  options.eviction_ratio = std::clamp(options.eviction_ratio, 0.0, 1.0);
+  options.eviction_high_watermark_ratio =
+      std::clamp(options.eviction_high_watermark_ratio, 0.0, 1.0);
+  return options;
+}
+
+uint8_t PinFlags(const ReplicateConfig& config) {
+  return (config.with_soft_pin ? kEntrySoftPin : 0) | (config.with_hard_pin ? kEntryHardPin : 0);
+}
+
+}  // namespace
+
+MasterService::Impl::Impl(MasterOptions options, Clock& clock)
+    : options_(Sanitized(options)),
+      clock_(clock),
+      alignment_(AlignmentOf(options.allocation_alignment)),
+      max_key_bytes_(std::clamp<uint32_t>(options.max_key_bytes, 1, ObjectTable::kMaxKeyBytes)),
+      lease_ttl_ns_(ToNs(options.default_kv_lease_ttl)),
+      soft_pin_ttl_ns_(ToNs(options.default_kv_soft_pin_ttl)),
+      client_ttl_ns_(ToNs(options.client_ttl)),
+      discard_timeout_ns_(ToNs(options.put_start_discard_timeout)),
+      release_timeout_ns_(ToNs(options.put_start_release_timeout)),
+      // Epochs continue from the wall clock so that a restarted master never hands out an
+      // epoch a client already saw from its predecessor.
+      next_epoch_(static_cast<uint64_t>(std::max<int64_t>(clock.WallMillis(), 0)) * 1000 + 1) {
+  shards_.reserve(options_.num_shards);
+  for (uint32_t i = 0; i < options_.num_shards; ++i) shards_.push_back(std::make_unique<Shard>());
+}
+
+int64_t MasterService::Impl::NowNs() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.Now().time_since_epoch())
+      .count();
+}
+
+absl::Status MasterService::Impl::ValidateKey(absl::string_view key) const {
+  if (key.empty()) return MakeError(ErrorCode::kInvalidParams, "empty key");
+  if (key.size() > max_key_bytes_) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     absl::StrCat("key of ", key.size(), " bytes exceeds ", max_key_bytes_));
+  }
+  return absl::OkStatus();
+}
+
+Shard& MasterService::Impl::ShardFor(absl::string_view key) const {
+  return *shards_[XXH3_64bits(key.data(), key.size()) % shards_.size()];
+}
+
+uint64_t MasterService::Impl::AlignedSize(uint64_t size) const {
+  if (size > std::numeric_limits<uint64_t>::max() - (alignment_ - 1)) return 0;
+  return (size + alignment_ - 1) & ~(alignment_ - 1);
+}
+
+absl::StatusOr<uint64_t> MasterService::Impl::TouchClient(const ClientId& client) {
+  if (client.empty() || client.size() > kMaxClientIdBytes) {
+    return MakeError(ErrorCode::kInvalidParams, "bad client id");
+  }
+  const int64_t now = NowNs();
+  {
+    absl::ReaderMutexLock topo(&topo_mu_);
+    auto it = clients_.find(client);
+    if (it != clients_.end()) {
+      it->second.last_ping_ns.store(now);
+      return it->second.serial;
+    }
+  }
+  absl::MutexLock topo(&topo_mu_);
+  auto it = clients_.find(client);
+  if (it == clients_.end()) {
+    if (clients_.size() >= kMaxClients) {
+      return MakeError(ErrorCode::kNoAvailableHandle, "too many clients");
+    }
+    it = clients_.try_emplace(client).first;
+    it->second.serial = next_client_serial_++;
+  }
+  it->second.last_ping_ns.store(now);
+  return it->second.serial;
+}
+
+uint64_t MasterService::Impl::SerialOf(const ClientId& client) {
+  auto it = clients_.find(client);
+  return it == clients_.end() ? 0 : it->second.serial;
+}
+
+// --- replica plumbing ---
+
+std::vector<ReplicaRef> MasterService::Impl::ReplicasOf(Shard& s, uint32_t index) {
+  const ObjectEntry& entry = s.table.at(index);
+  std::vector<ReplicaRef> refs;
+  refs.reserve(entry.replicas);
+  refs.push_back(ReplicaRef{entry.segment, entry.offset});
+  if (entry.replicas > 1) {
+    auto it = s.extra.find(index);
+    if (it != s.extra.end()) refs.insert(refs.end(), it->second.begin(), it->second.end());
+  }
+  return refs;
+}
+
+void MasterService::Impl::SetReplicas(Shard& s, uint32_t index,
+                                      const std::vector<ReplicaRef>& refs) {
+  ObjectEntry& entry = s.table.at(index);
+  const bool had_extra = entry.replicas > 1;
+  entry.segment = refs.front().segment;
+  entry.offset = refs.front().offset;
+  entry.replicas = static_cast<uint8_t>(refs.size());
+  if (refs.size() > 1) {
+    s.extra[index].assign(refs.begin() + 1, refs.end());
+  } else if (had_extra) {
+    s.extra.erase(index);
+  }
+}
+
+std::vector<Replica> MasterService::Impl::ToReplicas(const std::vector<ReplicaRef>& refs,
+                                                     uint64_t size) const {
+  std::vector<Replica> replicas;
+  replicas.reserve(refs.size());
+  for (const ReplicaRef& ref : refs) {
+    const SegmentState& seg = *segments_[ref.segment];
+    replicas.push_back(Replica{seg.segment.name, seg.epoch, seg.segment.base + ref.offset, size});
+  }
+  return replicas;
+}
+
+void MasterService::Impl::CancelPending(Shard& s, uint32_t index, int64_t now, Unfinished mode) {
+  auto it = s.pending.find(index);
+  s.table.at(index).flags &= static_cast<uint8_t>(~kEntryPendingUpsert);
+  if (it == s.pending.end()) return;
+  const PendingPut& pending = it->second;
+  const int64_t free_at =
+      mode == Unfinished::kFreeNow ? now : pending.start_ns + release_timeout_ns_;
+  const uint64_t length = AlignedSize(pending.size);
+  for (const ReplicaRef& ref : pending.replicas) Retire(ref, length, free_at, now);
+  s.pending.erase(it);
+}
+
+void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfinished mode) {
+  ObjectEntry& entry = s.table.at(index);
+  int64_t free_at;
+  if (entry.flags & kEntryComplete) {
+    if (entry.flags & kEntryPendingUpsert) CancelPending(s, index, now, mode);
+    free_at = std::max(now, entry.time_ns);  // readers holding a lease keep the bytes
+  } else {
+    free_at = mode == Unfinished::kFreeNow ? now : entry.time_ns + release_timeout_ns_;
+    s.in_progress.erase(index);
+  }
+  const uint64_t length = AlignedSize(entry.size);
+  for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, length, free_at, now);
+  if (entry.replicas > 1) s.extra.erase(index);
+  s.table.Erase(index);
+  objects_.fetch_sub(1);
+}
+
+// --- writes ---
+
+absl::StatusOr<uint32_t> MasterService::Impl::PrepareKey(Shard& s, absl::string_view key,
+                                                         bool upsert, int64_t now) {
+  const uint32_t index = s.table.Find(key);
+  if (index == kNone) return kNone;
+  ObjectEntry& entry = s.table.at(index);
+  if (!(entry.flags & kEntryComplete)) {
+    if (now - entry.time_ns < discard_timeout_ns_) {
+      return MakeError(ErrorCode::kObjectAlreadyExists, "key is being written");
+    }
+    YB_LOG_INFO("discarding a stale unfinished put of a key ({} bytes) for a new put", entry.size);
+    DropObject(s, index, now, Unfinished::kHoldUntilRelease);
+    return kNone;
+  }
+  if (!upsert) return MakeError(ErrorCode::kObjectAlreadyExists, "key exists");
+  if (entry.flags & kEntryPendingUpsert) {
+    auto it = s.pending.find(index);
+    if (it != s.pending.end() && now - it->second.start_ns < discard_timeout_ns_) {
+      return MakeError(ErrorCode::kObjectAlreadyExists, "key is being replaced");
+    }
+    CancelPending(s, index, now, Unfinished::kHoldUntilRelease);
+  }
+  return index;
+}
+
+absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
+    Shard& s, absl::string_view key, uint32_t existing, uint64_t serial, uint64_t size,
+    const ReplicateConfig& config, std::vector<ReplicaRef> refs, int64_t now) {
+  std::vector<Replica> replicas = ToReplicas(refs, size);
+  if (existing != kNone) {
+    s.table.at(existing).flags |= kEntryPendingUpsert;
+    s.pending[existing] = PendingPut{serial, now, size, PinFlags(config), std::move(refs)};
+    return replicas;
+  }
+  const uint32_t index = s.table.Insert(key);
+  if (index == kNone) {
+    for (const ReplicaRef& ref : refs) FreeRange(ref.segment, ref.offset, AlignedSize(size));
+    return MakeError(ErrorCode::kNoAvailableHandle, "object index shard is full");
+  }
+  ObjectEntry& entry = s.table.at(index);
+  entry.size = size;
+  entry.aux = serial;
+  entry.time_ns = now;
+  entry.last_access = access_seq_.fetch_add(1) + 1;
+  entry.flags |= PinFlags(config);
+  SetReplicas(s, index, refs);
+  s.in_progress.insert(index);
+  objects_.fetch_add(1);
+  return replicas;
+}
+
+absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(const ClientId& client,
+                                                                   const std::string& key,
+                                                                   uint64_t size,
+                                                                   const ReplicateConfig& config,
+                                                                   bool upsert, bool evict_after) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  if (size == 0) return MakeError(ErrorCode::kInvalidParams, "object size is 0");
+  if (config.replica_num == 0) return MakeError(ErrorCode::kInvalidParams, "replica_num is 0");
+  const uint64_t length = AlignedSize(size);
+  if (length == 0) return MakeError(ErrorCode::kInvalidParams, "object size too large");
+  YB_ASSIGN_OR_RETURN(const uint64_t serial, TouchClient(client));
+  const uint32_t want = std::min(config.replica_num, kMaxReplicas);
+  Shard& s = ShardFor(key);
+  absl::StatusOr<std::vector<Replica>> result =
+      MakeError(ErrorCode::kNoAvailableHandle, "no segment has room for the object");
+  absl::ReaderMutexLock topo(&topo_mu_);
+  // Two attempts: the second after an eviction pass.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const int64_t now = NowNs();
+    {
+      absl::MutexLock lock(&s.mu);
+      YB_ASSIGN_OR_RETURN(const uint32_t existing, PrepareKey(s, key, upsert, now));
+      std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config.preferred_segment, now);
+      if (!refs.empty()) {
+        result = RecordPut(s, key, existing, serial, size, config, std::move(refs), now);
+        break;
+      }
+    }
+    if (attempt > 0 || !AnySegmentCouldHold(length, now)) break;
+    EvictForSpace(length, now);
+  }
+  if (evict_after && result.ok()) EvictAboveWatermark(NowNs());
+  return result;
+}
+
+void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksum, int64_t now) {
+  ObjectEntry& entry = s.table.at(index);
+  entry.flags |= kEntryComplete;
+  entry.aux = checksum;
+  entry.time_ns = 0;  // no lease yet
+  entry.last_access = access_seq_.fetch_add(1) + 1;
+  if (entry.flags & kEntrySoftPin) entry.soft_pin_until_ns = now + soft_pin_ttl_ns_;
+  s.in_progress.erase(index);
+}
+
+absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::string& key,
+                                         uint64_t checksum) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  absl::ReaderMutexLock topo(&topo_mu_);
+  const uint64_t serial = SerialOf(client);
+  const int64_t now = NowNs();
+  Shard& s = ShardFor(key);
+  absl::MutexLock lock(&s.mu);
+  const uint32_t index = s.table.Find(key);
+  if (index == kNone) return MakeError(ErrorCode::kObjectNotFound, "no put of this key");
+  ObjectEntry& entry = s.table.at(index);
+  if (!(entry.flags & kEntryComplete)) {
+    if (serial == 0 || entry.aux != serial) {
+      return MakeError(ErrorCode::kIllegalClient, "the key is written by another client");
+    }
+    CompletePut(s, index, checksum, now);
+    return absl::OkStatus();
+  }
+  if (entry.flags & kEntryPendingUpsert) {
+    auto it = s.pending.find(index);
+    if (it == s.pending.end() || serial == 0 || it->second.writer != serial) {
+      return MakeError(ErrorCode::kIllegalClient, "the key is replaced by another client");
+    }
+    PendingPut done = std::move(it->second);
+    s.pending.erase(it);
+    // The old version stays readable to lease holders until their leases end.
+    const int64_t free_at = std::max(now, entry.time_ns);
+    const uint64_t old_length = AlignedSize(entry.size);
+    for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, old_length, free_at, now);
+    entry.size = done.size;
+    entry.flags = kEntryUsed | done.pins;
+    SetReplicas(s, index, done.replicas);
+    CompletePut(s, index, checksum, now);
+    return absl::OkStatus();
+  }
+  // A retried PutEnd whose first attempt went through.
+  if (entry.aux == checksum) return absl::OkStatus();
+  return MakeError(ErrorCode::kObjectNotFound, "no put of this key is in progress");
+}
+
+absl::Status MasterService::Impl::PutRevoke(const ClientId& client, const std::string& key) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  absl::ReaderMutexLock topo(&topo_mu_);
+  const uint64_t serial = SerialOf(client);
+  const int64_t now = NowNs();
+  Shard& s = ShardFor(key);
+  absl::MutexLock lock(&s.mu);
+  const uint32_t index = s.table.Find(key);
+  if (index == kNone) return MakeError(ErrorCode::kObjectNotFound, "no put of this key");
+  ObjectEntry& entry = s.table.at(index);
+  if (!(entry.flags & kEntryComplete)) {
+    if (serial == 0 || entry.aux != serial) {
+      return MakeError(ErrorCode::kIllegalClient, "the key is written by another client");
+    }
+    DropObject(s, index, now, Unfinished::kFreeNow);
+    return absl::OkStatus();
+  }
+  if (entry.flags & kEntryPendingUpsert) {
+    auto it = s.pending.find(index);
+    if (it == s.pending.end() || serial == 0 || it->second.writer != serial) {
+      return MakeError(ErrorCode::kIllegalClient, "the key is replaced by another client");
+    }
+    CancelPending(s, index, now, Unfinished::kFreeNow);
+    return absl::OkStatus();
+  }
+  return MakeError(ErrorCode::kObjectNotFound, "no put of this key is in progress");
+}
+
+// --- reads ---
+
+absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::string& key) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  absl::ReaderMutexLock topo(&topo_mu_);
+  const int64_t now = NowNs();
+  Shard& s = ShardFor(key);
+  absl::MutexLock lock(&s.mu);
+  const uint32_t index = s.table.Find(key);
+  if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
+    return MakeError(ErrorCode::kObjectNotFound, "no such object");
+  }
+  ObjectEntry& entry = s.table.at(index);
+  entry.time_ns = std::max(entry.time_ns, now + lease_ttl_ns_);
+  entry.last_access = access_seq_.fetch_add(1) + 1;
+  if (entry.flags & kEntrySoftPin) {
+    entry.soft_pin_until_ns = std::max(entry.soft_pin_until_ns, now + soft_pin_ttl_ns_);
+  }
+  ObjectLocation location;
+  location.size = entry.size;
+  location.checksum = entry.aux;
+  location.replicas = ToReplicas(ReplicasOf(s, index), entry.size);
+  location.lease_ttl = options_.default_kv_lease_ttl;
+  return location;
+}
+
+bool MasterService::Impl::Exist(const std::string& key) {
+  if (!ValidateKey(key).ok()) return false;
+  Shard& s = ShardFor(key);
+  absl::ReaderMutexLock lock(&s.mu);
+  const uint32_t index = s.table.Find(key);
+  return index != kNone && (s.table.at(index).flags & kEntryComplete);
+}
+
+absl::StatusOr<uint64_t> MasterService::Impl::GetSize(const std::string& key) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  Shard& s = ShardFor(key);
+  absl::ReaderMutexLock lock(&s.mu);
+  const uint32_t index = s.table.Find(key);
+  if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
+    return MakeError(ErrorCode::kObjectNotFound, "no such object");
+  }
+  return s.table.at(index).size;
+}
+
+// --- removal ---
+
+absl::Status MasterService::Impl::Remove(const std::string& key, bool force) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  absl::ReaderMutexLock topo(&topo_mu_);
+  const int64_t now = NowNs();
+  Shard& s = ShardFor(key);
+  absl::MutexLock lock(&s.mu);
+  const uint32_t index = s.table.Find(key);
+  if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
+    return MakeError(ErrorCode::kObjectNotFound, "no such object");
+  }
+  if (!force && s.table.at(index).time_ns > now) {
+    return MakeError(ErrorCode::kObjectHasLease, "object is leased to a reader");
+  }
+  DropObject(s, index, now, Unfinished::kHoldUntilRelease);
+  return absl::OkStatus();
+}
+
+template <typename Match>
+uint64_t MasterService::Impl::RemoveMatching(bool force, Match&& match) {
+  absl::ReaderMutexLock topo(&topo_mu_);
+  const int64_t now = NowNs();
+  uint64_t removed = 0;
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    Shard& s = *shard;
+    absl::MutexLock lock(&s.mu);
+    for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
+      const ObjectEntry& entry = s.table.at(i);
+      if (!(entry.flags & kEntryComplete)) continue;  // unused or unfinished
+      if (!force && entry.time_ns > now) continue;
+      if (!match(s.table.key(i))) continue;
+      DropObject(s, i, now, Unfinished::kHoldUntilRelease);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
+absl::StatusOr<uint64_t> MasterService::Impl::RemoveByRegex(const std::string& pattern,
+                                                            bool force) {
+  if (pattern.size() > kMaxRegexBytes) {
+    return MakeError(ErrorCode::kInvalidParams, "regex pattern too long");
+  }
+  // libstdc++'s default matcher recurses once per input character and backtracks
+  // exponentially; its "polynomial" mode matches without either (back-references are then
+  // refused as a bad pattern).
+  std::regex::flag_type flags = std::regex::ECMAScript;
+#ifdef __GLIBCXX__
+  flags |= std::regex_constants::__polynomial;
+#endif
+  std::regex regex;
+  try {
+    regex = std::regex(pattern, flags);
+  } catch (const std::regex_error& e) {
+    return MakeError(ErrorCode::kInvalidParams, absl::StrCat("bad regex: ", e.what()));
+  }
+  bool match_failed = false;
+  const uint64_t removed = RemoveMatching(force, [&](absl::string_view key) {
+    try {
+      return std::regex_match(key.begin(), key.end(), regex);
+    } catch (const std::regex_error&) {
+      match_failed = true;  // the matcher gave up (e.g. complexity): keep the object
+      return false;
+    }
+  });
+  if (match_failed) YB_LOG_WARN("RemoveByRegex: matching gave up on some keys; they were kept");
+  return removed;
+}
+
+uint64_t MasterService::Impl::RemoveAll(bool force) {
+  return RemoveMatching(force, [](absl::string_view) { return true; });
+}
+
+void MasterService::Impl::Tick() {
+  const int64_t now = NowNs();
+  ExpireClients(now);
+  absl::ReaderMutexLock topo(&topo_mu_);
+  ReleaseZombiePuts(now);
+  FreeRetired(now);
+  EvictAboveWatermark(now);
+}
+
+void MasterService::Impl::MaybeEvictAboveWatermark() {
+  absl::ReaderMutexLock topo(&topo_mu_);
+  EvictAboveWatermark(NowNs());
+}
+
+// --- public API ---
+
+namespace {
+
+template <typename T>
+std::vector<T> AllInvalid(size_t n, absl::string_view why) {
+  return std::vector<T>(n, T(MakeError(ErrorCode::kInvalidParams, why)));
+}
+
+}  // namespace
+
+MasterService::MasterService(MasterOptions options, Clock& clock)
+    : impl_(std::make_unique<Impl>(options, clock)) {}
+
+MasterService::~MasterService() = default;
+
+absl::StatusOr<uint64_t> MasterService::MountSegment(const ClientId& client,
+                                                     const Segment& segment) {
+  return impl_->MountSegment(client, segment);
+}
+
+absl::Status MasterService::UnmountSegment(const ClientId& client, const std::string& name) {
+  return impl_->UnmountSegment(client, name);
+}
+
+ClientState MasterService::Ping(const ClientId& client) { return impl_->Ping(client); }
+
+absl::StatusOr<std::vector<Replica>> MasterService::PutStart(const ClientId& client,
+                                                             const std::string& key, uint64_t size,
+                                                             const ReplicateConfig& config) {
+  return impl_->StartPut(client, key, size, config, /*upsert=*/false, /*evict_after=*/true);
+}
+
+absl::Status MasterService::PutEnd(const ClientId& client, const std::string& key,
+                                   uint64_t checksum) {
+  return impl_->PutEnd(client, key, checksum);
+}
+
+absl::Status MasterService::PutRevoke(const ClientId& client, const std::string& key) {
+  return impl_->PutRevoke(client, key);
+}
+
+absl::StatusOr<std::vector<Replica>> MasterService::UpsertStart(const ClientId& client,
+                                                                const std::string& key,
+                                                                uint64_t size,
+                                                                const ReplicateConfig& config) {
+  return impl_->StartPut(client, key, size, config, /*upsert=*/true, /*evict_after=*/true);
+}
+
+absl::StatusOr<ObjectLocation> MasterService::GetReplicaList(const std::string& key) {
+  return impl_->GetReplicaList(key);
+}
+
+bool MasterService::Exist(const std::string& key) { return impl_->Exist(key); }
+
+absl::StatusOr<uint64_t> MasterService::GetSize(const std::string& key) {
+  return impl_->GetSize(key);
+}
+
+absl::Status MasterService::Remove(const std::string& key, bool force) {
+  return impl_->Remove(key, force);
+}
+
+absl::StatusOr<uint64_t> MasterService::RemoveByRegex(const std::string& pattern, bool force) {
+  return impl_->RemoveByRegex(pattern, force);
+}
+
+uint64_t MasterService::RemoveAll(bool force) { return impl_->RemoveAll(force); }
+
+std::vector<absl::StatusOr<std::vector<Replica>>> MasterService::BatchPutStart(
+    const ClientId& client, const std::vector<std::string>& keys,
+    const std::vector<uint64_t>& sizes, const ReplicateConfig& config) {
+  using Result = absl::StatusOr<std::vector<Replica>>;
+  if (keys.size() > kMaxBatch) return AllInvalid<Result>(keys.size(), "batch too large");
+  if (sizes.size() != keys.size()) return AllInvalid<Result>(keys.size(), "keys/sizes mismatch");
+  std::vector<Result> results;
+  results.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    results.push_back(impl_->StartPut(client, keys[i], sizes[i], config, /*upsert=*/false,
+                                      /*evict_after=*/false));
+  }
+  impl_->MaybeEvictAboveWatermark();
+  return results;
+}
+
+std::vector<absl::Status> MasterService::BatchPutEnd(const ClientId& client,
+                                                     const std::vector<std::string>& keys,
+                                                     const std::vector<uint64_t>& checksums) {
+  if (keys.size() > kMaxBatch) return AllInvalid<absl::Status>(keys.size(), "batch too large");
+  if (checksums.size() != keys.size()) {
+    return AllInvalid<absl::Status>(keys.size(), "keys/checksums mismatch");
+  }
+  std::vector<absl::Status> results;
+  results.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    results.push_back(impl_->PutEnd(client, keys[i], checksums[i]));
+  }
+  return results;
+}
+
+std::vector<absl::Status> MasterService::BatchPutRevoke(const ClientId& client,
+                                                        const std::vector<std::string>& keys) {
+  if (keys.size() > kMaxBatch) return AllInvalid<absl::Status>(keys.size(), "batch too large");
+  std::vector<absl::Status> results;
+  results.reserve(keys.size());
+  for (const std::string& key : keys) results.push_back(impl_->PutRevoke(client, key));
+  return results;
+}
+
+std::vector<absl::StatusOr<ObjectLocation>> MasterService::BatchGetReplicaList(
+    const std::vector<std::string>& keys) {
+  using Result = absl::StatusOr<ObjectLocation>;
+  if (keys.size() > kMaxBatch) return AllInvalid<Result>(keys.size(), "batch too large");
+  std::vector<Result> results;
+  results.reserve(keys.size());
+  for (const std::string& key : keys) results.push_back(impl_->GetReplicaList(key));
+  return results;
+}
+
+std::vector<bool> MasterService::BatchExist(const std::vector<std::string>& keys) {
+  if (keys.size() > kMaxBatch) return std::vector<bool>(keys.size(), false);
+  std::vector<bool> results;
+  results.reserve(keys.size());
+  for (const std::string& key : keys) results.push_back(impl_->Exist(key));
+  return results;
+}
+
+std::vector<absl::Status> MasterService::BatchRemove(const std::vector<std::string>& keys,
+                                                     bool force) {
+  if (keys.size() > kMaxBatch) return AllInvalid<absl::Status>(keys.size(), "batch too large");
+  std::vector<absl::Status> results;
+  results.reserve(keys.size());
+  for (const std::string& key : keys) results.push_back(impl_->Remove(key, force));
+  return results;
+}
+
+void MasterService::Tick() { impl_->Tick(); }
+
+MasterStats MasterService::Stats() const { return impl_->Stats(); }
+
+}  // namespace yuebing::master

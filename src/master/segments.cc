@@ -1,0 +1,335 @@
+// Segments, clients and space of the master: mount/unmount, liveness, placement, frees.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "master/master_impl.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/logging.h"
+
+namespace yuebing::master {
+namespace {
+
+bool HeapLater(const RetiredRange& a, const RetiredRange& b) { return a.free_at_ns > b.free_at_ns; }
+
+}  // namespace
+
+bool MasterService::Impl::OwnerAlive(const SegmentState& seg, int64_t now) const {
+  return seg.owner != nullptr && seg.owner->last_ping_ns.load() + client_ttl_ns_ >= now;
+}
+
+absl::StatusOr<uint64_t> MasterService::Impl::MountSegment(const ClientId& client,
+                                                           const Segment& segment) {
+  if (client.empty() || client.size() > kMaxClientIdBytes) {
+    return MakeError(ErrorCode::kInvalidParams, "bad client id");
+  }
+  if (segment.name.empty() || segment.name.size() > kMaxSegmentNameBytes) {
+    return MakeError(ErrorCode::kInvalidParams, "bad segment name");
+  }
+  if (segment.size == 0 || segment.base > UINT64_MAX - segment.size) {
+    return MakeError(ErrorCode::kInvalidParams, "bad segment range");
+  }
+  auto state = std::make_unique<SegmentState>(segment, alignment_);
+  const uint64_t capacity = state->capacity;
+  if (capacity == 0) {
+    return MakeError(ErrorCode::kInvalidParams, "segment smaller than the allocation alignment");
+  }
+  const int64_t now = NowNs();
+  absl::MutexLock topo(&topo_mu_);
+  auto client_it = clients_.find(client);
+  if (client_it == clients_.end()) {
+    if (clients_.size() >= kMaxClients) {
+      return MakeError(ErrorCode::kNoAvailableHandle, "too many clients");
+    }
+    client_it = clients_.try_emplace(client).first;
+    client_it->second.serial = next_client_serial_++;
+  }
+  ClientInfo& info = client_it->second;
+  info.last_ping_ns.store(now);
+  auto named = segment_by_name_.find(segment.name);
+  if (named != segment_by_name_.end()) {
+    const SegmentState& old = *segments_[named->second];
+    if (old.client_id == client) {
+      if (old.segment.base == segment.base && old.segment.size == segment.size) return old.epoch;
+      YB_LOG_INFO("segment {} re-mounted with a new range: dropping the old mount", segment.name);
+      UnmountLocked({named->second}, {}, now);
+    } else if (OwnerAlive(old, now)) {
+      return MakeError(ErrorCode::kSegmentAlreadyExists,
+                       absl::StrCat("segment ", segment.name, " is mounted by a live client"));
+    } else {
+      // Its owner missed its pings: expire it now (as Tick would), then take the name.
+      YB_LOG_INFO("segment {} taken over by client {}", segment.name, client);
+      ExpireLocked({old.client_id}, now);
+    }
+  }
+  if (segment_by_name_.size() >= kMaxSegments) {
+    return MakeError(ErrorCode::kNoAvailableHandle, "too many segments");
+  }
+  uint32_t slot = 0;
+  while (slot < segments_.size() && segments_[slot] != nullptr) ++slot;
+  if (slot == segments_.size()) segments_.emplace_back();
+  state->client_id = client;
+  state->owner = &info;
+  state->epoch = next_epoch_++;
+  state->free_bytes.store(capacity);
+  const uint64_t epoch = state->epoch;
+  segments_[slot] = std::move(state);
+  segment_by_name_[segment.name] = slot;
+  capacity_bytes_.fetch_add(capacity);
+  YB_LOG_INFO("mounted segment {} ({} bytes) for client {} at epoch {}", segment.name, segment.size,
+              client, epoch);
+  return epoch;
+}
+
+absl::Status MasterService::Impl::UnmountSegment(const ClientId& client, const std::string& name) {
+  const int64_t now = NowNs();
+  absl::MutexLock topo(&topo_mu_);
+  auto named = segment_by_name_.find(name);
+  if (named == segment_by_name_.end()) {
+    return MakeError(ErrorCode::kSegmentNotFound, "no such segment");
+  }
+  if (segments_[named->second]->client_id != client) {
+    return MakeError(ErrorCode::kIllegalClient, "segment is owned by another client");
+  }
+  UnmountLocked({named->second}, {}, now);
+  return absl::OkStatus();
+}
+
+ClientState MasterService::Impl::Ping(const ClientId& client) {
+  if (client.empty() || client.size() > kMaxClientIdBytes) return ClientState::kNeedRemount;
+  const int64_t now = NowNs();
+  {
+    absl::ReaderMutexLock topo(&topo_mu_);
+    auto it = clients_.find(client);
+    if (it != clients_.end()) {
+      it->second.last_ping_ns.store(now);
+      return ClientState::kOk;
+    }
+  }
+  // Unknown (new, or expired and dropped): remember it, and ask it to mount its segments again.
+  absl::MutexLock topo(&topo_mu_);
+  auto it = clients_.find(client);
+  if (it != clients_.end()) {
+    it->second.last_ping_ns.store(now);
+    return ClientState::kOk;
+  }
+  if (clients_.size() < kMaxClients) {
+    it = clients_.try_emplace(client).first;
+    it->second.serial = next_client_serial_++;
+    it->second.last_ping_ns.store(now);
+  }
+  return ClientState::kNeedRemount;
+}
+
+void MasterService::Impl::ExpireClients(int64_t now) {
+  auto expired = [&](const ClientInfo& info) {
+    return info.last_ping_ns.load() + client_ttl_ns_ < now;
+  };
+  {
+    absl::ReaderMutexLock topo(&topo_mu_);
+    if (std::none_of(clients_.begin(), clients_.end(),
+                     [&](const auto& entry) { return expired(entry.second); })) {
+      return;
+    }
+  }
+  absl::MutexLock topo(&topo_mu_);
+  std::vector<ClientId> ids;
+  for (const auto& [id, info] : clients_) {
+    if (expired(info)) ids.push_back(id);
+  }
+  ExpireLocked(ids, now);
+}
+
+void MasterService::Impl::ExpireLocked(const std::vector<ClientId>& ids, int64_t now) {
+  if (ids.empty()) return;
+  absl::flat_hash_set<uint64_t> serials;
+  for (const ClientId& id : ids) serials.insert(clients_.at(id).serial);
+  std::vector<uint32_t> slots;
+  for (uint32_t slot = 0; slot < segments_.size(); ++slot) {
+    if (segments_[slot] != nullptr && serials.contains(segments_[slot]->owner->serial)) {
+      slots.push_back(slot);
+    }
+  }
+  UnmountLocked(slots, serials, now);
+  for (const ClientId& id : ids) {
+    YB_LOG_WARN("client {} missed pings for longer than client_ttl: dropped", id);
+    clients_.erase(id);
+  }
+}
+
+void MasterService::Impl::DropSegmentReplicas(Shard& s, uint32_t index, int64_t now) {
+  ObjectEntry& entry = s.table.at(index);
+  auto dying = [&](const ReplicaRef& ref) { return segments_[ref.segment]->dying; };
+  bool touched = segments_[entry.segment]->dying;
+  if (!touched && entry.replicas > 1) {
+    auto it = s.extra.find(index);
+    touched = it != s.extra.end() && std::any_of(it->second.begin(), it->second.end(), dying);
+  }
+  if (!(entry.flags & kEntryComplete)) {
+    if (touched) DropObject(s, index, now, Unfinished::kHoldUntilRelease);
+    return;
+  }
+  if (entry.flags & kEntryPendingUpsert) {
+    auto it = s.pending.find(index);
+    if (it != s.pending.end() &&
+        std::any_of(it->second.replicas.begin(), it->second.replicas.end(), dying)) {
+      CancelPending(s, index, now, Unfinished::kHoldUntilRelease);
+    }
+  }
+  if (!touched) return;
+  std::vector<ReplicaRef> refs = ReplicasOf(s, index);
+  refs.erase(std::remove_if(refs.begin(), refs.end(), dying), refs.end());
+  if (refs.empty()) {
+    DropObject(s, index, now, Unfinished::kHoldUntilRelease);
+  } else {
+    SetReplicas(s, index, refs);
+  }
+}
+
+void MasterService::Impl::UnmountLocked(const std::vector<uint32_t>& slots,
+                                        const absl::flat_hash_set<uint64_t>& writers, int64_t now) {
+  for (uint32_t slot : slots) segments_[slot]->dying = true;
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    Shard& s = *shard;
+    absl::MutexLock lock(&s.mu);
+    if (!slots.empty()) {
+      for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
+        if (s.table.at(i).flags & kEntryUsed) DropSegmentReplicas(s, i, now);
+      }
+    }
+    if (writers.empty()) continue;
+    std::vector<uint32_t> puts;
+    for (uint32_t i : s.in_progress) {
+      if (writers.contains(s.table.at(i).aux)) puts.push_back(i);
+    }
+    for (uint32_t i : puts) DropObject(s, i, now, Unfinished::kHoldUntilRelease);
+    puts.clear();
+    for (const auto& [i, pending] : s.pending) {
+      if (writers.contains(pending.writer)) puts.push_back(i);
+    }
+    for (uint32_t i : puts) CancelPending(s, i, now, Unfinished::kHoldUntilRelease);
+  }
+  {
+    absl::MutexLock lock(&retired_mu_);
+    auto gone = [&](const RetiredRange& r) { return segments_[r.segment]->dying; };
+    retired_.erase(std::remove_if(retired_.begin(), retired_.end(), gone), retired_.end());
+    std::make_heap(retired_.begin(), retired_.end(), HeapLater);
+  }
+  for (uint32_t slot : slots) {
+    SegmentState& seg = *segments_[slot];
+    {
+      absl::MutexLock lock(&seg.mu);
+      used_bytes_.fetch_sub(seg.alloc.used_bytes());
+      capacity_bytes_.fetch_sub(seg.capacity);
+    }
+    YB_LOG_INFO("unmounted segment {} (epoch {}) of client {}", seg.segment.name, seg.epoch,
+                seg.client_id);
+    segment_by_name_.erase(seg.segment.name);
+    segments_[slot].reset();
+  }
+}
+
+bool MasterService::Impl::AnySegmentCouldHold(uint64_t length, int64_t now) const {
+  return std::any_of(segments_.begin(), segments_.end(), [&](const auto& seg) {
+    return seg != nullptr && !seg->dying && seg->capacity >= length && OwnerAlive(*seg, now);
+  });
+}
+
+std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, uint32_t want,
+                                                              absl::string_view preferred,
+                                                              int64_t now) {
+  constexpr uint32_t kNoSlot = UINT32_MAX;
+  uint32_t preferred_slot = kNoSlot;
+  if (!preferred.empty()) {
+    auto it = segment_by_name_.find(preferred);
+    if (it != segment_by_name_.end()) preferred_slot = it->second;
+  }
+  // Most free space first; the preferred segment ahead of all.
+  std::vector<std::pair<uint64_t, uint32_t>> order;  // (free bytes, slot)
+  order.reserve(segments_.size());
+  for (uint32_t slot = 0; slot < segments_.size(); ++slot) {
+    const SegmentState* seg = segments_[slot].get();
+    if (seg == nullptr || seg->dying || !OwnerAlive(*seg, now)) continue;
+    const uint64_t free = seg->free_bytes.load();
+    if (free < length) continue;
+    order.emplace_back(slot == preferred_slot ? UINT64_MAX : free, slot);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<ReplicaRef> refs;
+  for (const auto& [free, slot] : order) {
+    if (refs.size() >= want) break;
+    SegmentState& seg = *segments_[slot];
+    absl::MutexLock lock(&seg.mu);
+    const std::optional<uint64_t> offset = seg.alloc.Allocate(length);
+    if (!offset.has_value()) continue;
+    seg.free_bytes.store(seg.alloc.free_bytes());
+    used_bytes_.fetch_add(length);
+    refs.push_back(ReplicaRef{slot, *offset});
+  }
+  return refs;
+}
+
+void MasterService::Impl::FreeRange(uint32_t segment, uint64_t offset, uint64_t length) {
+  SegmentState* seg = segment < segments_.size() ? segments_[segment].get() : nullptr;
+  if (seg == nullptr || seg->dying) return;
+  absl::MutexLock lock(&seg->mu);
+  if (!seg->alloc.Free(offset, length)) {
+    YB_LOG_ERROR("bug: bad free of [{}, +{}) in segment {}", offset, length, seg->segment.name);
+    return;
+  }
+  seg->free_bytes.store(seg->alloc.free_bytes());
+  used_bytes_.fetch_sub(length);
+}
+
+void MasterService::Impl::Retire(const ReplicaRef& ref, uint64_t length, int64_t free_at_ns,
+                                 int64_t now) {
+  if (free_at_ns <= now) {
+    FreeRange(ref.segment, ref.offset, length);
+    return;
+  }
+  if (segments_[ref.segment]->dying) return;
+  absl::MutexLock lock(&retired_mu_);
+  retired_.push_back(RetiredRange{free_at_ns, ref.segment, ref.offset, length});
+  std::push_heap(retired_.begin(), retired_.end(), HeapLater);
+}
+
+void MasterService::Impl::FreeRetired(int64_t now) {
+  std::vector<RetiredRange> due;
+  {
+    absl::MutexLock lock(&retired_mu_);
+    while (!retired_.empty() && retired_.front().free_at_ns <= now) {
+      std::pop_heap(retired_.begin(), retired_.end(), HeapLater);
+      due.push_back(retired_.back());
+      retired_.pop_back();
+    }
+  }
+  for (const RetiredRange& r : due) FreeRange(r.segment, r.offset, r.length);
+}
+
+MasterStats MasterService::Impl::Stats() {
+  MasterStats stats;
+  absl::ReaderMutexLock topo(&topo_mu_);
+  stats.objects = objects_.load();
+  stats.used_bytes = used_bytes_.load();
+  stats.capacity_bytes = capacity_bytes_.load();
+  stats.evicted_objects = evicted_objects_.load();
+  stats.evictions = eviction_passes_.load();
+  stats.clients = clients_.size();
+  for (const std::unique_ptr<SegmentState>& seg : segments_) {
+    if (seg == nullptr) continue;
+    SegmentUsage usage;
+    usage.segment = seg->segment;
+    usage.client_id = seg->client_id;
+    usage.epoch = seg->epoch;
+    {
+      absl::MutexLock lock(&seg->mu);
+      usage.used_bytes = seg->alloc.used_bytes();
+    }
+    stats.segments.push_back(std::move(usage));
+  }
+  return stats;
+}
+
+}  // namespace yuebing::master

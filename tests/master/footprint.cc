@@ -1,0 +1,101 @@
+// yb_master_footprint: metadata cost per object and batched Exist throughput of the master.
+//
+// Inserts N objects (default 1,000,000) with 32-byte keys through PutStart + PutEnd, measures the
+// growth of the process's resident set, and prints bytes per object; then times BatchExist over
+// all keys in batches of 256 (as SGLang sends them) and prints keys/s. Exits 1 when an object
+// costs more than 128 bytes beyond its key.
+//
+// Usage: yb_master_footprint [objects]
+#include <unistd.h>
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "yuebing/master/master_service.h"
+
+namespace {
+
+using yuebing::master::MasterOptions;
+using yuebing::master::MasterService;
+
+constexpr size_t kKeyBytes = 32;
+constexpr size_t kBatch = 256;
+
+size_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long pages = 0;
+  unsigned long resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+std::string KeyOf(uint64_t i) {
+  char buf[kKeyBytes + 1];
+  std::snprintf(buf, sizeof(buf), "kv-%029" PRIu64, i);
+  return std::string(buf, kKeyBytes);
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const uint64_t objects = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
+  yuebing::FakeClock clock;
+  MasterOptions options;
+  options.eviction_high_watermark_ratio = 1.0;
+  MasterService master(options, clock);
+  // A large (virtual) segment: the master never touches its bytes.
+  if (!master.MountSegment("client", {"host:1", 1ull << 40, 1ull << 40}).ok()) return 2;
+
+  const size_t rss_before = ResidentBytes();
+  auto start = std::chrono::steady_clock::now();
+  std::string key;
+  for (uint64_t i = 0; i < objects; ++i) {
+    key = KeyOf(i);
+    if (!master.PutStart("client", key, 4096, {}).ok() || !master.PutEnd("client", key, i).ok()) {
+      std::fprintf(stderr, "put %" PRIu64 " failed\n", i);
+      return 2;
+    }
+  }
+  const double put_seconds = Seconds(start);
+  const size_t rss_after = ResidentBytes();
+  const double per_object = static_cast<double>(rss_after - rss_before) / objects;
+  std::printf("objects: %" PRIu64 "\n", objects);
+  std::printf("rss growth: %.1f MiB, %.1f bytes/object (key %zu bytes, %.1f beyond the key)\n",
+              (rss_after - rss_before) / 1048576.0, per_object, kKeyBytes, per_object - kKeyBytes);
+  std::printf("put (PutStart+PutEnd): %.0f objects/s\n", objects / put_seconds);
+
+  std::vector<std::vector<std::string>> batches;
+  for (uint64_t i = 0; i < objects; i += kBatch) {
+    std::vector<std::string>& batch = batches.emplace_back();
+    for (uint64_t j = i; j < std::min<uint64_t>(objects, i + kBatch); ++j) {
+      batch.push_back(KeyOf(j));
+    }
+  }
+  start = std::chrono::steady_clock::now();
+  uint64_t found = 0;
+  for (const std::vector<std::string>& batch : batches) {
+    for (bool exists : master.BatchExist(batch)) found += exists;
+  }
+  const double exist_seconds = Seconds(start);
+  std::printf("BatchExist (256 keys/batch, one thread): %.0f keys/s, %.0f batches/s\n",
+              objects / exist_seconds, batches.size() / exist_seconds);
+  if (found != objects) {
+    std::fprintf(stderr, "only %" PRIu64 " of %" PRIu64 " keys found\n", found, objects);
+    return 2;
+  }
+  if (per_object > 128.0 + kKeyBytes) {
+    std::fprintf(stderr, "FAIL: %.1f bytes/object exceeds 128 + key bytes\n", per_object);
+    return 1;
+  }
+  return 0;
+}
