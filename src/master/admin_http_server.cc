@@ -1,0 +1,226 @@
+#include "master/admin_http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "yuebing/common/config.h"
+#include "yuebing/common/logging.h"
+
+namespace yuebing::master {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr auto kStartupTimeout = std::chrono::seconds(5);
+// Bounds how long the destructor may wait for an idle keep-alive connection to be dropped.
+constexpr time_t kKeepAliveTimeoutSec = 2;
+// Only GETs are served; no request needs a body.
+constexpr size_t kMaxBodyBytes = 64 << 10;
+
+std::string EscapeHtml(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string Percent(uint64_t used, uint64_t total) {
+  if (total == 0) return "-";
+  return absl::StrFormat("%.1f%%", 100.0 * static_cast<double>(used) / static_cast<double>(total));
+}
+
+std::string Uptime(std::chrono::seconds uptime) {
+  const int64_t s = std::max<int64_t>(0, uptime.count());
+  return absl::StrFormat("%dd %02dh %02dm %02ds", s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+}
+
+void AppendSummary(std::string* out, const MasterStats& stats, const MasterMetrics& metrics,
+                   uint64_t term, std::chrono::seconds uptime) {
+  const uint64_t lookups = metrics.hits() + metrics.misses();
+  absl::StrAppend(out, "<table class=\"summary\">\n");
+  auto row = [out](absl::string_view name, const std::string& value) {
+    absl::StrAppend(out, "<tr><th>", name, "</th><td>", value, "</td></tr>\n");
+  };
+  row("term", absl::StrCat(term));
+  row("uptime", Uptime(uptime));
+  row("clients", absl::StrCat(stats.clients));
+  row("segments", absl::StrCat(stats.segments.size()));
+  row("objects", absl::StrCat(stats.objects));
+  row("used", absl::StrCat(FormatSize(stats.used_bytes), " / ", FormatSize(stats.capacity_bytes),
+                           " (", Percent(stats.used_bytes, stats.capacity_bytes), ")"));
+  row("lookups", absl::StrCat(metrics.hits(), " hits, ", metrics.misses(), " misses (hit rate ",
+                              Percent(metrics.hits(), lookups), ")"));
+  row("evictions", absl::StrCat(stats.evicted_objects, " objects in ", stats.evictions, " passes"));
+  absl::StrAppend(out, "</table>\n");
+}
+
+void AppendSegments(std::string* out, const MasterStats& stats) {
+  std::vector<const SegmentUsage*> segments;
+  segments.reserve(stats.segments.size());
+  for (const SegmentUsage& usage : stats.segments) segments.push_back(&usage);
+  std::sort(segments.begin(), segments.end(), [](const SegmentUsage* a, const SegmentUsage* b) {
+    return a->segment.name < b->segment.name;
+  });
+  absl::StrAppend(out,
+                  "<h2>Segments</h2>\n<table class=\"segments\">\n<tr><th>name</th><th>client</th>"
+                  "<th>epoch</th><th>used / size</th><th>usage</th></tr>\n");
+  uint64_t used = 0;
+  uint64_t size = 0;
+  for (const SegmentUsage* usage : segments) {
+    used += usage->used_bytes;
+    size += usage->segment.size;
+    absl::StrAppend(out, "<tr><td>", EscapeHtml(usage->segment.name), "</td><td>",
+                    EscapeHtml(usage->client_id), "</td><td>", usage->epoch, "</td><td>",
+                    FormatSize(usage->used_bytes), " / ", FormatSize(usage->segment.size),
+                    "</td><td>", Percent(usage->used_bytes, usage->segment.size), "</td></tr>\n");
+  }
+  absl::StrAppend(out, "<tr class=\"total\"><th>total (", segments.size(),
+                  ")</th><td></td><td></td><td>", FormatSize(used), " / ", FormatSize(size),
+                  "</td><td>", Percent(used, size), "</td></tr>\n</table>\n");
+}
+
+}  // namespace
+
+std::string RenderStatusPage(const MasterStats& stats, const MasterMetrics& metrics, uint64_t term,
+                             std::chrono::seconds uptime) {
+  std::string out;
+  out.reserve(2048 + stats.segments.size() * 200);
+  absl::StrAppend(&out,
+                  "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+                  "<title>yuebing-master</title>\n<style>body{font-family:sans-serif}"
+                  "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:2px 8px;"
+                  "text-align:left}</style></head>\n<body>\n<h1>yuebing-master</h1>\n");
+  AppendSummary(&out, stats, metrics, term, uptime);
+  AppendSegments(&out, stats);
+  absl::StrAppend(&out,
+                  "<p><a href=\"/metrics\">/metrics</a> &middot; <a href=\"/health\">/health</a>"
+                  "</p>\n</body></html>\n");
+  return out;
+}
+
+class AdminHttpServer::Impl {
+ public:
+  Impl(const MasterService* service, const MasterMetrics* metrics, Options options)
+      : service_(service), metrics_(metrics), options_(std::move(options)) {}
+
+  ~Impl() {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  absl::Status Serve(const std::string& host, uint16_t port);
+  uint16_t port() const { return port_; }
+
+ private:
+  uint64_t Term() const { return options_.term_provider ? options_.term_provider() : 0; }
+  void Routes();
+
+  const MasterService* const service_;
+  const MasterMetrics* const metrics_;
+  const Options options_;
+  const SteadyClock::time_point started_ = SteadyClock::now();
+  httplib::Server server_;
+  std::thread thread_;
+  std::atomic<bool> listen_returned_{false};
+  uint16_t port_ = 0;
+};
+
+void AdminHttpServer::Impl::Routes() {
+  server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(RenderPrometheus(service_->Stats(), *metrics_, Term()),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("OK", "text/plain");
+  });
+  server_.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+    const auto uptime =
+        std::chrono::duration_cast<std::chrono::seconds>(SteadyClock::now() - started_);
+    res.set_content(RenderStatusPage(service_->Stats(), *metrics_, Term(), uptime),
+                    "text/html; charset=utf-8");
+  });
+}
+
+absl::Status AdminHttpServer::Impl::Serve(const std::string& host, uint16_t port) {
+  Routes();
+  server_.set_payload_max_length(kMaxBodyBytes);
+  server_.set_keep_alive_timeout(kKeepAliveTimeoutSec);
+  // SO_REUSEADDR only: the library's default also sets SO_REUSEPORT, which would let a second
+  // master bind the same port and silently take half of the scrapes.
+  server_.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  if (port == 0) {
+    const int bound = server_.bind_to_any_port(host);
+    if (bound <= 0) return absl::UnavailableError(absl::StrCat("cannot bind ", host, ":0"));
+    port_ = static_cast<uint16_t>(bound);
+  } else {
+    if (!server_.bind_to_port(host, port)) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot bind ", host, ":", port, " (address in use?)"));
+    }
+    port_ = port;
+  }
+  thread_ = std::thread([this] {
+    server_.listen_after_bind();
+    listen_returned_.store(true);
+  });
+  const auto deadline = SteadyClock::now() + kStartupTimeout;
+  while (!server_.is_running()) {
+    if (listen_returned_.load() || SteadyClock::now() > deadline) {
+      return absl::InternalError(
+          absl::StrCat("admin HTTP server on ", host, ":", port_, " did not start serving"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  YB_LOG_DEBUG("master admin HTTP serving on {}:{}", host, port_);
+  return absl::OkStatus();
+}
+
+AdminHttpServer::AdminHttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+AdminHttpServer::~AdminHttpServer() = default;
+
+uint16_t AdminHttpServer::port() const { return impl_->port(); }
+
+absl::StatusOr<std::unique_ptr<AdminHttpServer>> AdminHttpServer::Start(
+    const std::string& host, uint16_t port, const MasterService* service,
+    const MasterMetrics* metrics, Options options) {
+  if (service == nullptr || metrics == nullptr) {
+    return absl::InvalidArgumentError("admin HTTP server needs a MasterService and MasterMetrics");
+  }
+  auto impl = std::make_unique<Impl>(service, metrics, std::move(options));
+  if (auto status = impl->Serve(host, port); !status.ok()) return status;
+  return std::unique_ptr<AdminHttpServer>(new AdminHttpServer(std::move(impl)));
+}
+
+}  // namespace yuebing::master

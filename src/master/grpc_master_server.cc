@@ -1,0 +1,380 @@
+#include "master/grpc_master_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "master.grpc.pb.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/logging.h"
+
+namespace yuebing::master {
+namespace {
+
+namespace rpc = ::yuebing::rpc;
+using Clock = std::chrono::steady_clock;
+
+// What a handler tells the accounting wrapper: the whole-request status and, for batches, how
+// many keys it carried and how many per-key results were not OK.
+struct Outcome {
+  absl::Status status;
+  uint64_t keys = 0;
+  uint64_t key_errors = 0;
+};
+
+void ToRpc(const absl::Status& status, rpc::Status* out) {
+  out->set_code(static_cast<int32_t>(ToErrorCode(status)));
+  if (!status.ok()) out->set_message(std::string(status.message()));
+}
+
+void ToRpc(const Replica& replica, rpc::ReplicaMsg* out) {
+  out->set_segment_name(replica.segment_name);
+  out->set_epoch(replica.epoch);
+  out->set_address(replica.address);
+  out->set_size(replica.size);
+}
+
+absl::Status Invalid(absl::string_view message) {
+  return MakeError(ErrorCode::kInvalidParams, message);
+}
+
+absl::Status CheckBatch(int keys) {
+  if (static_cast<size_t>(keys) > MasterService::kMaxBatch) {
+    return Invalid(
+        absl::StrCat("batch of ", keys, " keys is over the limit of ", MasterService::kMaxBatch));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckClient(const std::string& client_id) {
+  if (client_id.empty()) return Invalid("empty client_id");
+  if (client_id.size() > GrpcMasterServer::kMaxClientIdBytes) {
+    return Invalid(
+        absl::StrCat("client_id longer than ", GrpcMasterServer::kMaxClientIdBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> Keys(const google::protobuf::RepeatedPtrField<std::string>& keys) {
+  return std::vector<std::string>(keys.begin(), keys.end());
+}
+
+ReplicateConfig FromRpc(const rpc::ReplicateConfigMsg& msg) {
+  ReplicateConfig config;
+  config.replica_num = msg.replica_num();
+  config.with_soft_pin = msg.with_soft_pin();
+  config.with_hard_pin = msg.with_hard_pin();
+  config.preferred_segment = msg.preferred_segment();
+  return config;
+}
+
+uint64_t CountErrors(const std::vector<absl::Status>& statuses) {
+  uint64_t errors = 0;
+  for (const absl::Status& status : statuses) errors += status.ok() ? 0 : 1;
+  return errors;
+}
+
+// Fills a BatchStatusReply from per-key statuses.
+Outcome StatusesReply(const std::vector<absl::Status>& statuses, rpc::BatchStatusReply* reply) {
+  for (const absl::Status& status : statuses) ToRpc(status, reply->add_statuses());
+  return Outcome{absl::OkStatus(), statuses.size(), CountErrors(statuses)};
+}
+
+// Splits "host:port" (host may be "[v6]"); the port must be 0..65535.
+absl::Status CheckAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("address '", address, "' is not host:port"));
+  }
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("bad port in address '", address, "'"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackService {
+ public:
+  Handler(MasterService* service, std::function<uint64_t()> term, MasterMetrics* metrics)
+      : service_(service), term_(std::move(term)), metrics_(metrics) {}
+
+  grpc::ServerUnaryReactor* MountSegment(grpc::CallbackServerContext* context,
+                                         const rpc::MountSegmentRequest* request,
+                                         rpc::MountSegmentReply* reply) override {
+    return Serve(context, RpcOp::kMountSegment, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      const rpc::SegmentMsg& msg = request->segment();
+      if (msg.size() > std::numeric_limits<uint64_t>::max() - msg.base()) {
+        return {Invalid("segment range wraps around the address space")};
+      }
+      auto epoch =
+          service_->MountSegment(request->client_id(), Segment{msg.name(), msg.base(), msg.size()});
+      if (!epoch.ok()) return {epoch.status()};
+      reply->set_epoch(*epoch);
+      return {};
+    });
+  }
+
+  grpc::ServerUnaryReactor* UnmountSegment(grpc::CallbackServerContext* context,
+                                           const rpc::UnmountSegmentRequest* request,
+                                           rpc::StatusReply* reply) override {
+    return Serve(context, RpcOp::kUnmountSegment, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      return {service_->UnmountSegment(request->client_id(), request->name())};
+    });
+  }
+
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* context,
+                                 const rpc::PingRequest* request, rpc::PingReply* reply) override {
+    return Serve(context, RpcOp::kPing, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      reply->set_need_remount(service_->Ping(request->client_id()) == ClientState::kNeedRemount);
+      return {};
+    });
+  }
+
+  grpc::ServerUnaryReactor* BatchPutStart(grpc::CallbackServerContext* context,
+                                          const rpc::BatchPutStartRequest* request,
+                                          rpc::BatchPutStartReply* reply) override {
+    return Serve(context, RpcOp::kBatchPutStart, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      if (request->keys_size() != request->sizes_size()) {
+        return {Invalid(
+            absl::StrCat(request->keys_size(), " keys but ", request->sizes_size(), " sizes"))};
+      }
+      return PutStart(*request, reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* BatchPutEnd(grpc::CallbackServerContext* context,
+                                        const rpc::BatchPutEndRequest* request,
+                                        rpc::BatchStatusReply* reply) override {
+    return Serve(context, RpcOp::kBatchPutEnd, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      // No checksums at all means none recorded (0); otherwise one per key.
+      if (request->checksums_size() != 0 && request->checksums_size() != request->keys_size()) {
+        return {Invalid(absl::StrCat(request->keys_size(), " keys but ", request->checksums_size(),
+                                     " checksums"))};
+      }
+      std::vector<uint64_t> checksums(request->checksums().begin(), request->checksums().end());
+      checksums.resize(static_cast<size_t>(request->keys_size()), 0);
+      return StatusesReply(
+          service_->BatchPutEnd(request->client_id(), Keys(request->keys()), checksums), reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* BatchPutRevoke(grpc::CallbackServerContext* context,
+                                           const rpc::BatchKeysRequest* request,
+                                           rpc::BatchStatusReply* reply) override {
+    return Serve(context, RpcOp::kBatchPutRevoke, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      return StatusesReply(service_->BatchPutRevoke(request->client_id(), Keys(request->keys())),
+                           reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* BatchGetReplicaList(grpc::CallbackServerContext* context,
+                                                const rpc::BatchKeysRequest* request,
+                                                rpc::BatchGetReplicaListReply* reply) override {
+    return Serve(context, RpcOp::kBatchGetReplicaList, reply, [&]() -> Outcome {
+      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      return GetReplicaList(*request, reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* BatchExist(grpc::CallbackServerContext* context,
+                                       const rpc::BatchKeysRequest* request,
+                                       rpc::BatchExistReply* reply) override {
+    return Serve(context, RpcOp::kBatchExist, reply, [&]() -> Outcome {
+      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      const std::vector<bool> exists = service_->BatchExist(Keys(request->keys()));
+      for (bool exist : exists) reply->add_exists(exist);
+      return {absl::OkStatus(), exists.size(), 0};
+    });
+  }
+
+  grpc::ServerUnaryReactor* BatchRemove(grpc::CallbackServerContext* context,
+                                        const rpc::BatchKeysRequest* request,
+                                        rpc::BatchStatusReply* reply) override {
+    return Serve(context, RpcOp::kBatchRemove, reply, [&]() -> Outcome {
+      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      return StatusesReply(service_->BatchRemove(Keys(request->keys()), request->force()), reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* GetSize(grpc::CallbackServerContext* context,
+                                    const rpc::GetSizeRequest* request,
+                                    rpc::GetSizeReply* reply) override {
+    return Serve(context, RpcOp::kGetSize, reply, [&]() -> Outcome {
+      auto size = service_->GetSize(request->key());
+      if (!size.ok()) return {size.status()};
+      reply->set_size(*size);
+      return {};
+    });
+  }
+
+  grpc::ServerUnaryReactor* RemoveByRegex(grpc::CallbackServerContext* context,
+                                          const rpc::RemoveByRegexRequest* request,
+                                          rpc::RemoveCountReply* reply) override {
+    return Serve(context, RpcOp::kRemoveByRegex, reply, [&]() -> Outcome {
+      if (request->pattern().empty() || request->pattern().size() > kMaxRegexBytes) {
+        return {Invalid(absl::StrCat("regex must be 1..", kMaxRegexBytes, " bytes"))};
+      }
+      auto removed = service_->RemoveByRegex(request->pattern(), request->force());
+      if (!removed.ok()) return {removed.status()};
+      reply->set_removed(*removed);
+      return {};
+    });
+  }
+
+  grpc::ServerUnaryReactor* RemoveAll(grpc::CallbackServerContext* context,
+                                      const rpc::RemoveAllRequest* request,
+                                      rpc::RemoveCountReply* reply) override {
+    return Serve(context, RpcOp::kRemoveAll, reply, [&]() -> Outcome {
+      reply->set_removed(service_->RemoveAll(request->force()));
+      return {};
+    });
+  }
+
+ private:
+  // Runs `body`, then stamps the reply with its status and the term, records the RPC and finishes
+  // it. The transport status is always OK: errors travel in the reply. Handlers never block on
+  // I/O, so they run inline on gRPC's own (bounded) threads.
+  template <typename Reply, typename Body>
+  grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, RpcOp op, Reply* reply,
+                                  Body&& body) {
+    const Clock::time_point start = Clock::now();
+    Outcome outcome;
+    try {
+      outcome = body();
+    } catch (const std::exception& e) {  // e.g. std::bad_alloc: fail this call, keep serving
+      reply->Clear();
+      outcome = Outcome{MakeError(ErrorCode::kInternalError, e.what())};
+    }
+    ToRpc(outcome.status, reply->mutable_status());
+    reply->set_term(term_ ? term_() : 0);
+    if (metrics_ != nullptr) {
+      metrics_->RecordRpc(op, outcome.status.ok(), outcome.keys, outcome.key_errors,
+                          Clock::now() - start);
+    }
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  Outcome PutStart(const rpc::BatchPutStartRequest& request, rpc::BatchPutStartReply* reply) {
+    const ReplicateConfig config = FromRpc(request.config());
+    const std::vector<std::string> keys = Keys(request.keys());
+    std::vector<absl::StatusOr<std::vector<Replica>>> results;
+    if (request.upsert()) {
+      results.reserve(keys.size());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        results.push_back(service_->UpsertStart(request.client_id(), keys[i],
+                                                request.sizes(static_cast<int>(i)), config));
+      }
+    } else {
+      const std::vector<uint64_t> sizes(request.sizes().begin(), request.sizes().end());
+      results = service_->BatchPutStart(request.client_id(), keys, sizes, config);
+    }
+    uint64_t errors = 0;
+    for (const auto& result : results) {
+      rpc::PutStartResult* out = reply->add_results();
+      ToRpc(result.status(), out->mutable_status());
+      if (!result.ok()) {
+        ++errors;
+        continue;
+      }
+      for (const Replica& replica : *result) ToRpc(replica, out->add_replicas());
+    }
+    return Outcome{absl::OkStatus(), keys.size(), errors};
+  }
+
+  Outcome GetReplicaList(const rpc::BatchKeysRequest& request,
+                         rpc::BatchGetReplicaListReply* reply) {
+    const auto results = service_->BatchGetReplicaList(Keys(request.keys()));
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+    for (const auto& result : results) {
+      rpc::ObjectLocationMsg* out = reply->add_results();
+      ToRpc(result.status(), out->mutable_status());
+      if (!result.ok()) {
+        if (ToErrorCode(result.status()) == ErrorCode::kObjectNotFound) ++misses;
+        continue;
+      }
+      ++hits;
+      out->set_size(result->size);
+      out->set_checksum(result->checksum);
+      out->set_lease_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, result->lease_ttl.count())));
+      for (const Replica& replica : result->replicas) ToRpc(replica, out->add_replicas());
+    }
+    if (metrics_ != nullptr) metrics_->RecordLookups(hits, misses);
+    return Outcome{absl::OkStatus(), results.size(), results.size() - hits};
+  }
+
+  MasterService* const service_;
+  const std::function<uint64_t()> term_;
+  MasterMetrics* const metrics_;
+};
+
+absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
+    const std::string& address, MasterService* service, Options options) {
+  if (service == nullptr) return absl::InvalidArgumentError("no MasterService given");
+  if (auto status = CheckAddress(address); !status.ok()) return status;
+  if (options.max_concurrent_streams < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("max_concurrent_streams must be positive, got ",
+                                                   options.max_concurrent_streams));
+  }
+  if (options.max_message_bytes < (1 << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_message_bytes must be at least 1 MiB, got ", options.max_message_bytes));
+  }
+
+  std::unique_ptr<GrpcMasterServer> server(new GrpcMasterServer());
+  server->handler_ =
+      std::make_unique<Handler>(service, std::move(options.term_provider), options.metrics);
+
+  grpc::ServerBuilder builder;
+  // Without this gRPC sets SO_REUSEPORT, and a second master would share the port silently.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  int selected_port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.RegisterService(server->handler_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || selected_port <= 0) {
+    if (server->server_ != nullptr) server->Shutdown(std::chrono::milliseconds(0));
+    server->shut_down_ = true;
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve gRPC on ", address, " (address in use or not local?)"));
+  }
+  server->port_ = static_cast<uint16_t>(selected_port);
+  YB_LOG_DEBUG("master gRPC serving on {} (port {})", address, server->port_);
+  return server;
+}
+
+GrpcMasterServer::~GrpcMasterServer() { Shutdown(); }
+
+void GrpcMasterServer::Shutdown(std::chrono::milliseconds grace) {
+  if (shut_down_ || server_ == nullptr) {
+    shut_down_ = true;
+    return;
+  }
+  shut_down_ = true;
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+  server_->Wait();
+}
+
+}  // namespace yuebing::master
