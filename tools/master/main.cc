@@ -21,6 +21,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -347,6 +348,13 @@ int main(int argc, char** argv) {
       "(Mooncake-compatible) KV cache cluster.\n"
       "Usage: yuebing-master [--rpc_port=50051] [--metrics_port=9003] "
       "[--enable_http_metadata_server]");
+  // --help lists this file's flags (by default absl matches files named like the binary).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view path) {
+    return absl::EndsWith(path, "master/main.cc");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
   if (!AsksForUsage(argc, argv)) {
     std::atexit(ExitTwoOnFlagError);
     g_parsing_flags.store(true);
