@@ -16,11 +16,12 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: yuebing-bench <transfer|socket|memcpy|store> [--flags]\n"
+    "usage: yuebing-bench <transfer|socket|memcpy|store|replay> [--flags]\n"
     "  transfer  transfer engine throughput/latency (--mode=target|initiator)\n"
     "  socket    raw loopback TCP baseline (--mode=server|client [--pingpong])\n"
     "  memcpy    single-thread memcpy baseline\n"
     "  store     store put/get/exist against a cluster (--master_server_address)\n"
+    "  replay    trace replay against a cluster: hit rate vs an ideal LRU (--trace)\n"
     "Run `yuebing-bench transfer --helpfull` for every flag.";
 
 }  // namespace
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
     status = yuebing::bench::RunMemcpyBench();
   } else if (command == "store") {
     status = yuebing::bench::RunStoreBench();
+  } else if (command == "replay") {
+    status = yuebing::bench::RunReplayBench();
   } else {
     std::fprintf(stderr, "unknown subcommand: %s\n%s\n", command.c_str(), kUsage);
     return 2;

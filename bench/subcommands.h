@@ -14,5 +14,7 @@ absl::Status RunSocketBench();
 absl::Status RunMemcpyBench();
 // Store client batch put/get and batched Exist against a running cluster (store_bench.cc).
 absl::Status RunStoreBench();
+// Trace replay against a running cluster: hit rate vs an ideal LRU (replay_bench.cc).
+absl::Status RunReplayBench();
 
 }  // namespace yuebing::bench

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Trace replay, end to end on this machine: starts a yuebing-master and two yuebing-store
+# processes on 127.0.0.1 with segments too small for the trace's working set (so the master must
+# evict), replays the conversation trace with `yuebing-bench replay`, and prints the hit rate next
+# to an ideal LRU of the same capacity (read from the master's /metrics).
+#   bench/run_replay.sh [BUILD_DIR]    (default: build)
+# Environment: BLOCK_BYTES (16KB), STORE_SIZE per store (128MB), MAX_REQUESTS (0: all),
+# TRACE (../shared/traces/conversation_trace.jsonl), REPORT (text|json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${1:-build}"
+BLOCK_BYTES="${BLOCK_BYTES:-16KB}"
+STORE_SIZE="${STORE_SIZE:-128MB}"
+MAX_REQUESTS="${MAX_REQUESTS:-0}"
+TRACE="${TRACE:-../shared/traces/conversation_trace.jsonl}"
+REPORT="${REPORT:-text}"
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+RPC_PORT=$(free_port)
+METRICS_PORT=$(free_port)
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# wait_line <file> <text>: waits (bounded, 10 s) until the file contains the text.
+wait_line() {
+  for _ in $(seq 1 200); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "timed out waiting for '$2' in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+
+"$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
+  --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
+PIDS+=($!)
+wait_line "$WORK/master.log" "yuebing-master listening"
+for i in 1 2; do
+  "$BUILD/tools/store/yuebing-store" --master_server_address="127.0.0.1:$RPC_PORT" \
+    --global_segment_size="$STORE_SIZE" >"$WORK/store$i.log" 2>&1 &
+  PIDS+=($!)
+  wait_line "$WORK/store$i.log" "yuebing-store ready"
+done
+
+CAPACITY=$(python3 - "$METRICS_PORT" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+for line in text.splitlines():
+    if line.startswith("yuebing_master_capacity_bytes"):
+        print(int(float(line.split()[-1])))
+        break
+else:
+    sys.exit("no yuebing_master_capacity_bytes in /metrics")
+PY
+)
+echo "cluster: master 127.0.0.1:$RPC_PORT, 2 stores of $STORE_SIZE, capacity $CAPACITY bytes;" \
+  "blocks of $BLOCK_BYTES"
+"$BUILD/bench/yuebing-bench" replay --master_server_address="127.0.0.1:$RPC_PORT" \
+  --trace="$TRACE" --block_bytes="$BLOCK_BYTES" --capacity_bytes="$CAPACITY" \
+  --max_requests="$MAX_REQUESTS" --report="$REPORT"
+echo "cluster metrics after the replay:"
+python3 - "$METRICS_PORT" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+for line in text.splitlines():
+    name = line.split("{")[0].split(" ")[0]
+    if name.startswith("yuebing_master_") and any(
+            w in name for w in ("objects", "used_bytes", "capacity_bytes", "evict")):
+        print("  " + line)
+PY
