@@ -150,8 +150,8 @@ class PyTransferEngine {
     std::shared_ptr<TransferEngine> engine = Acquire();
     if (engine == nullptr) return kErrInvalidArgument;
     py::gil_scoped_release release;
-    return RegistrationCode(engine->RegisterLocalMemory(AddressOf(address), capacity,
-                                                        Location(location)));
+    return RegistrationCode(
+        engine->RegisterLocalMemory(AddressOf(address), capacity, Location(location)));
   }
 
   int UnregisterMemory(uintptr_t address) {
@@ -205,8 +205,8 @@ class PyTransferEngine {
     py::gil_scoped_release release;
     if (buffers.size() != peer_addresses.size() || buffers.size() != lengths.size()) return -1;
     if (buffers.empty()) return 0;
-    absl::StatusOr<BatchId> batch = Submit(*engine, target, buffers, peer_addresses, lengths,
-                                           opcode);
+    absl::StatusOr<BatchId> batch =
+        Submit(*engine, target, buffers, peer_addresses, lengths, opcode);
     if (!batch.ok()) {
       YB_LOG_WARN("yuebing: transfer to {} not submitted: {}", target, batch.status().ToString());
       return -1;
@@ -226,8 +226,8 @@ class PyTransferEngine {
         buffers.size() != lengths.size()) {
       return 0;
     }
-    absl::StatusOr<BatchId> batch = Submit(*engine, target, buffers, peer_addresses, lengths,
-                                           opcode);
+    absl::StatusOr<BatchId> batch =
+        Submit(*engine, target, buffers, peer_addresses, lengths, opcode);
     if (!batch.ok()) {
       YB_LOG_WARN("yuebing: transfer to {} not submitted: {}", target, batch.status().ToString());
       return 0;
@@ -387,28 +387,27 @@ void BindEngine(py::module_& m) {
       .def("get_session_id", &E::SessionId, "This engine's segment name, \"host:port\".")
       .def("get_hostname", &E::SessionId, "This engine's segment name, \"host:port\".")
       .def("allocate_managed_buffer", &E::AllocateManagedBuffer, py::arg("length"))
-      .def("free_managed_buffer", &E::FreeManagedBuffer, py::arg("buffer_addr"),
-           py::arg("length"))
+      .def("free_managed_buffer", &E::FreeManagedBuffer, py::arg("buffer_addr"), py::arg("length"))
       .def(
           "transfer_sync_write",
-          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer,
-             uint64_t length, const std::string&) {
+          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer, uint64_t length,
+             const std::string&) {
             return self.TransferSync(target, buffer, peer, length, Opcode::kWrite, nullptr);
           },
           py::arg("target_hostname"), py::arg("buffer"), py::arg("peer_buffer_address"),
           py::arg("length"), py::arg("transport_hint") = "")
       .def(
           "transfer_sync_read",
-          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer,
-             uint64_t length, const std::string&) {
+          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer, uint64_t length,
+             const std::string&) {
             return self.TransferSync(target, buffer, peer, length, Opcode::kRead, nullptr);
           },
           py::arg("target_hostname"), py::arg("buffer"), py::arg("peer_buffer_address"),
           py::arg("length"), py::arg("transport_hint") = "")
       .def(
           "transfer_sync",
-          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer,
-             uint64_t length, Opcode op, const TransferNotify* notify, const std::string&) {
+          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer, uint64_t length,
+             Opcode op, const TransferNotify* notify, const std::string&) {
             return self.TransferSync(target, buffer, peer, length, op, notify);
           },
           py::arg("target_hostname"), py::arg("buffer"), py::arg("peer_buffer_address"),
@@ -419,8 +418,7 @@ void BindEngine(py::module_& m) {
           [](E& self, const std::string& target, const std::vector<uintptr_t>& buffers,
              const std::vector<uintptr_t>& peers, const std::vector<uint64_t>& lengths,
              const std::string&) {
-            return self.BatchTransferSync(target, buffers, peers, lengths, Opcode::kWrite,
-                                          nullptr);
+            return self.BatchTransferSync(target, buffers, peers, lengths, Opcode::kWrite, nullptr);
           },
           py::arg("target_hostname"), py::arg("buffers"), py::arg("peer_buffer_addresses"),
           py::arg("lengths"), py::arg("transport_hint") = "")
@@ -429,16 +427,15 @@ void BindEngine(py::module_& m) {
           [](E& self, const std::string& target, const std::vector<uintptr_t>& buffers,
              const std::vector<uintptr_t>& peers, const std::vector<uint64_t>& lengths,
              const std::string&) {
-            return self.BatchTransferSync(target, buffers, peers, lengths, Opcode::kRead,
-                                          nullptr);
+            return self.BatchTransferSync(target, buffers, peers, lengths, Opcode::kRead, nullptr);
           },
           py::arg("target_hostname"), py::arg("buffers"), py::arg("peer_buffer_addresses"),
           py::arg("lengths"), py::arg("transport_hint") = "")
       .def(
           "batch_transfer_sync",
           [](E& self, const std::string& target, const std::vector<uintptr_t>& buffers,
-             const std::vector<uintptr_t>& peers, const std::vector<uint64_t>& lengths,
-             Opcode op, const TransferNotify* notify, const std::string&) {
+             const std::vector<uintptr_t>& peers, const std::vector<uint64_t>& lengths, Opcode op,
+             const TransferNotify* notify, const std::string&) {
             return self.BatchTransferSync(target, buffers, peers, lengths, op, notify);
           },
           py::arg("target_hostname"), py::arg("buffers"), py::arg("peer_buffer_addresses"),
@@ -465,8 +462,8 @@ void BindEngine(py::module_& m) {
       .def(
           "batch_transfer_async",
           [](E& self, const std::string& target, const std::vector<uintptr_t>& buffers,
-             const std::vector<uintptr_t>& peers, const std::vector<uint64_t>& lengths,
-             Opcode op, const std::string&) {
+             const std::vector<uintptr_t>& peers, const std::vector<uint64_t>& lengths, Opcode op,
+             const std::string&) {
             return self.BatchTransferAsync(target, buffers, peers, lengths, op);
           },
           py::arg("target_hostname"), py::arg("buffers"), py::arg("peer_buffer_addresses"),
@@ -474,8 +471,8 @@ void BindEngine(py::module_& m) {
       .def("get_batch_transfer_status", &E::GetBatchTransferStatus, py::arg("batch_ids"))
       .def(
           "transfer_submit_write",
-          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer,
-             uint64_t length, const std::string&) {
+          [](E& self, const std::string& target, uintptr_t buffer, uintptr_t peer, uint64_t length,
+             const std::string&) {
             return self.BatchTransferAsync(target, {buffer}, {peer}, {length}, Opcode::kWrite);
           },
           py::arg("target_hostname"), py::arg("buffer"), py::arg("peer_buffer_address"),
@@ -504,14 +501,14 @@ void BindEngine(py::module_& m) {
            py::arg("capacities"), py::arg("location") = kAnyLocation)
       .def("batch_unregister_memory", &E::BatchUnregisterMemory, py::arg("buffer_addresses"))
       .def(
-          "get_local_topology",
-          [](E&, py::object) { return std::string("{\"cpu:0\": [[], []]}"); },
+          "get_local_topology", [](E&, py::object) { return std::string("{\"cpu:0\": [[], []]}"); },
           py::arg("device_name") = py::none(),
           "No RDMA devices are used by this build; reports the CPU location only.")
       .def("get_notifies", [](E&) { return std::vector<TransferNotify>(); })
       .def("send_probe", &E::SendProbe, py::arg("peer_server_name"))
-      .def("get_engine", [](py::object self) { return self; },
-           "The engine itself (what Mooncake's setup(engine=...) expects).")
+      .def(
+          "get_engine", [](py::object self) { return self; },
+          "The engine itself (what Mooncake's setup(engine=...) expects).")
       .def("get_engine_ptr", &E::EnginePtr);
   engine.attr("TransferOpcode") = opcode;
 }

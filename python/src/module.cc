@@ -1,10 +1,9 @@
 // yuebing._yuebing: the compiled half of the Python package (see python/yuebing/). Logs of the
 // C++ layers go to stderr so that they never mix with a program's stdout.
+#include <malloc.h>
 #include <pybind11/pybind11.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include <malloc.h>
 
 #include <cstdlib>
 #include <cstring>

@@ -65,12 +65,12 @@ struct ReplicateConfig {
 };
 
 std::string Describe(const ReplicateConfig& c) {
-  return absl::StrCat("ReplicateConfig(replica_num=", c.replica_num,
-                      ", with_soft_pin=", c.with_soft_pin ? "True" : "False",
-                      ", with_hard_pin=", c.with_hard_pin ? "True" : "False",
-                      ", preferred_segment='", c.preferred_segment, "'",
-                      ", prefer_alloc_in_same_node=", c.prefer_alloc_in_same_node ? "True" : "False",
-                      ")");
+  return absl::StrCat(
+      "ReplicateConfig(replica_num=", c.replica_num,
+      ", with_soft_pin=", c.with_soft_pin ? "True" : "False",
+      ", with_hard_pin=", c.with_hard_pin ? "True" : "False", ", preferred_segment='",
+      c.preferred_segment, "'",
+      ", prefer_alloc_in_same_node=", c.prefer_alloc_in_same_node ? "True" : "False", ")");
 }
 
 absl::StatusOr<master::ReplicateConfig> ToMaster(const ReplicateConfig& c, const Client& client) {
@@ -205,8 +205,7 @@ absl::StatusOr<SetupOptions> OptionsFromDict(const py::dict& dict) {
     if (!value) return absl::OkStatus();
     absl::StatusOr<uint64_t> parsed = ParseSize(*value);
     if (!parsed.ok() || *parsed > static_cast<uint64_t>(INT64_MAX)) {
-      return MakeError(ErrorCode::kInvalidParams,
-                       absl::StrCat("bad ", key, " '", *value, "'"));
+      return MakeError(ErrorCode::kInvalidParams, absl::StrCat("bad ", key, " '", *value, "'"));
     }
     *out = static_cast<int64_t>(*parsed);
     return absl::OkStatus();
@@ -240,9 +239,10 @@ absl::StatusOr<SetupOptions> OptionsFromDict(const py::dict& dict) {
 void WarnNotReady(const char* method) {
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true)) {
-    YB_LOG_WARN("yuebing: MooncakeDistributedStore.{}() called before setup() or after close(); "
-                "returning INVALID_PARAMS (-600)",
-                method);
+    YB_LOG_WARN(
+        "yuebing: MooncakeDistributedStore.{}() called before setup() or after close(); "
+        "returning INVALID_PARAMS (-600)",
+        method);
   }
 }
 
@@ -664,8 +664,8 @@ class DistributedStore {
       return std::vector<int64_t>(keys.size(), kInvalidParams);
     }
     if (keys.empty()) return {};
-    auto read = Released(std::move(client),
-                         [&](Client& c) { return c.BatchGetIntoParts(keys, buffers); });
+    auto read =
+        Released(std::move(client), [&](Client& c) { return c.BatchGetIntoParts(keys, buffers); });
     std::vector<int64_t> out;
     out.reserve(read.size());
     for (const auto& r : read) out.push_back(r.ok() ? static_cast<int64_t>(*r) : Code(r.status()));
@@ -793,8 +793,9 @@ void BindStore(py::module_& m) {
       .def(
           "setup_dummy",
           [](S&, int64_t, int64_t, const std::string&) {
-            YB_LOG_ERROR("yuebing: setup_dummy (standalone Mooncake client process) is not "
-                         "supported; use setup()");
+            YB_LOG_ERROR(
+                "yuebing: setup_dummy (standalone Mooncake client process) is not "
+                "supported; use setup()");
             return kInvalidParams;
           },
           py::arg("mem_pool_size"), py::arg("local_buffer_size"), py::arg("server_address"))
@@ -848,22 +849,20 @@ void BindStore(py::module_& m) {
           [](S& self, const std::string& key, uintptr_t ptr, uint64_t size,
              const ReplicateConfig& rc) { return self.PutFrom(key, ptr, size, rc, true); },
           py::arg("key"), py::arg("buffer_ptr"), py::arg("size"), py::arg("config") = kDefault)
-      .def("put_from_with_metadata", &S::PutFromWithMetadata, py::arg("key"),
-           py::arg("buffer_ptr"), py::arg("metadata_buffer_ptr"), py::arg("size"),
-           py::arg("metadata_size"), py::arg("config") = kDefault)
+      .def("put_from_with_metadata", &S::PutFromWithMetadata, py::arg("key"), py::arg("buffer_ptr"),
+           py::arg("metadata_buffer_ptr"), py::arg("size"), py::arg("metadata_size"),
+           py::arg("config") = kDefault)
       .def(
           "batch_put_from",
           [](S& self, const std::vector<std::string>& keys, const std::vector<uintptr_t>& ptrs,
-             const std::vector<uint64_t>& sizes, const ReplicateConfig& rc) {
-            return self.BatchPutFrom(keys, ptrs, sizes, rc, false);
-          },
+             const std::vector<uint64_t>& sizes,
+             const ReplicateConfig& rc) { return self.BatchPutFrom(keys, ptrs, sizes, rc, false); },
           py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"), py::arg("config") = kDefault)
       .def(
           "batch_upsert_from",
           [](S& self, const std::vector<std::string>& keys, const std::vector<uintptr_t>& ptrs,
-             const std::vector<uint64_t>& sizes, const ReplicateConfig& rc) {
-            return self.BatchPutFrom(keys, ptrs, sizes, rc, true);
-          },
+             const std::vector<uint64_t>& sizes,
+             const ReplicateConfig& rc) { return self.BatchPutFrom(keys, ptrs, sizes, rc, true); },
           py::arg("keys"), py::arg("buffer_ptrs"), py::arg("sizes"), py::arg("config") = kDefault)
       .def(
           "batch_put_from_multi_buffers",
@@ -895,9 +894,8 @@ void BindStore(py::module_& m) {
           "batch_get_into_multi_buffers",
           [](S& self, const std::vector<std::string>& keys,
              const std::vector<std::vector<uintptr_t>>& ptrs,
-             const std::vector<std::vector<uint64_t>>& sizes, bool /*prefer_same_node*/) {
-            return self.BatchGetIntoMulti(keys, ptrs, sizes);
-          },
+             const std::vector<std::vector<uint64_t>>& sizes,
+             bool /*prefer_same_node*/) { return self.BatchGetIntoMulti(keys, ptrs, sizes); },
           py::arg("keys"), py::arg("all_buffer_ptrs"), py::arg("all_sizes"),
           py::arg("prefer_alloc_in_same_node") = false)
       // metadata
@@ -905,8 +903,7 @@ void BindStore(py::module_& m) {
       .def("batch_is_exist", &S::BatchIsExist, py::arg("keys"))
       .def("get_size", &S::GetSize, py::arg("key"))
       .def("remove", &S::Remove, py::arg("key"), py::arg("force") = false)
-      .def("remove_by_regex", &S::RemoveByRegex, py::arg("regex_pattern"),
-           py::arg("force") = false)
+      .def("remove_by_regex", &S::RemoveByRegex, py::arg("regex_pattern"), py::arg("force") = false)
       .def("remove_all", &S::RemoveAll, py::arg("force") = false)
       .def("batch_remove", &S::BatchRemove, py::arg("keys"), py::arg("force") = false)
       // memory
@@ -920,7 +917,8 @@ void BindStore(py::module_& m) {
         if (!size.ok()) throw py::value_error(std::string(size.status().message()));
         return *size;
       },
-      py::arg("text"), "Parses a byte size such as '16MB', '1.5 GiB' or '4096' (KB/MB/GB = 1024^n).");
+      py::arg("text"),
+      "Parses a byte size such as '16MB', '1.5 GiB' or '4096' (KB/MB/GB = 1024^n).");
 }
 
 }  // namespace yuebing::python

@@ -49,38 +49,61 @@ absl::StatusCode CanonicalCode(ErrorCode code) {
 
 const char* ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "OK";
-    case ErrorCode::kInternalError: return "INTERNAL_ERROR";
-    case ErrorCode::kBufferOverflow: return "BUFFER_OVERFLOW";
-    case ErrorCode::kSegmentNotFound: return "SEGMENT_NOT_FOUND";
-    case ErrorCode::kSegmentAlreadyExists: return "SEGMENT_ALREADY_EXISTS";
-    case ErrorCode::kClientNotFound: return "CLIENT_NOT_FOUND";
-    case ErrorCode::kNoAvailableHandle: return "NO_AVAILABLE_HANDLE";
-    case ErrorCode::kInvalidVersion: return "INVALID_VERSION";
-    case ErrorCode::kInvalidKey: return "INVALID_KEY";
-    case ErrorCode::kWriteFail: return "WRITE_FAIL";
-    case ErrorCode::kInvalidParams: return "INVALID_PARAMS";
-    case ErrorCode::kIllegalClient: return "ILLEGAL_CLIENT";
-    case ErrorCode::kInvalidWrite: return "INVALID_WRITE";
-    case ErrorCode::kInvalidRead: return "INVALID_READ";
-    case ErrorCode::kInvalidReplica: return "INVALID_REPLICA";
-    case ErrorCode::kReplicaIsNotReady: return "REPLICA_IS_NOT_READY";
-    case ErrorCode::kObjectNotFound: return "OBJECT_NOT_FOUND";
-    case ErrorCode::kObjectAlreadyExists: return "OBJECT_ALREADY_EXISTS";
-    case ErrorCode::kObjectHasLease: return "OBJECT_HAS_LEASE";
-    case ErrorCode::kLeaseExpired: return "LEASE_EXPIRED";
-    case ErrorCode::kTransferFail: return "TRANSFER_FAIL";
-    case ErrorCode::kRpcFail: return "RPC_FAIL";
-    case ErrorCode::kEtcdOperationError: return "ETCD_OPERATION_ERROR";
-    case ErrorCode::kUnavailableInCurrentStatus: return "UNAVAILABLE_IN_CURRENT_STATUS";
+    case ErrorCode::kOk:
+      return "OK";
+    case ErrorCode::kInternalError:
+      return "INTERNAL_ERROR";
+    case ErrorCode::kBufferOverflow:
+      return "BUFFER_OVERFLOW";
+    case ErrorCode::kSegmentNotFound:
+      return "SEGMENT_NOT_FOUND";
+    case ErrorCode::kSegmentAlreadyExists:
+      return "SEGMENT_ALREADY_EXISTS";
+    case ErrorCode::kClientNotFound:
+      return "CLIENT_NOT_FOUND";
+    case ErrorCode::kNoAvailableHandle:
+      return "NO_AVAILABLE_HANDLE";
+    case ErrorCode::kInvalidVersion:
+      return "INVALID_VERSION";
+    case ErrorCode::kInvalidKey:
+      return "INVALID_KEY";
+    case ErrorCode::kWriteFail:
+      return "WRITE_FAIL";
+    case ErrorCode::kInvalidParams:
+      return "INVALID_PARAMS";
+    case ErrorCode::kIllegalClient:
+      return "ILLEGAL_CLIENT";
+    case ErrorCode::kInvalidWrite:
+      return "INVALID_WRITE";
+    case ErrorCode::kInvalidRead:
+      return "INVALID_READ";
+    case ErrorCode::kInvalidReplica:
+      return "INVALID_REPLICA";
+    case ErrorCode::kReplicaIsNotReady:
+      return "REPLICA_IS_NOT_READY";
+    case ErrorCode::kObjectNotFound:
+      return "OBJECT_NOT_FOUND";
+    case ErrorCode::kObjectAlreadyExists:
+      return "OBJECT_ALREADY_EXISTS";
+    case ErrorCode::kObjectHasLease:
+      return "OBJECT_HAS_LEASE";
+    case ErrorCode::kLeaseExpired:
+      return "LEASE_EXPIRED";
+    case ErrorCode::kTransferFail:
+      return "TRANSFER_FAIL";
+    case ErrorCode::kRpcFail:
+      return "RPC_FAIL";
+    case ErrorCode::kEtcdOperationError:
+      return "ETCD_OPERATION_ERROR";
+    case ErrorCode::kUnavailableInCurrentStatus:
+      return "UNAVAILABLE_IN_CURRENT_STATUS";
   }
   return "UNKNOWN_ERROR";
 }
 
 absl::Status MakeError(ErrorCode code, absl::string_view message) {
   if (code == ErrorCode::kOk) return absl::OkStatus();
-  absl::Status status(CanonicalCode(code),
-                      absl::StrCat(ErrorCodeName(code), ": ", message));
+  absl::Status status(CanonicalCode(code), absl::StrCat(ErrorCodeName(code), ": ", message));
   status.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int32_t>(code))));
   return status;
 }

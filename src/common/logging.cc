@@ -2,9 +2,9 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "spdlog/sinks/stdout_color_sinks.h"
-#include <string>
 
 namespace yuebing {
 

@@ -200,10 +200,10 @@ absl::Status ClientImpl::Init() {
   if (config_.global_segment_size > 0) {
     auto memory = engine_->AllocateSharedMemory(config_.global_segment_size);
     if (!memory.ok()) {
-      return MakeError(ErrorCode::kInvalidParams,
-                       absl::StrCat("cannot allocate the global segment of ",
-                                    config_.global_segment_size,
-                                    " bytes: ", memory.status().message()));
+      return MakeError(
+          ErrorCode::kInvalidParams,
+          absl::StrCat("cannot allocate the global segment of ", config_.global_segment_size,
+                       " bytes: ", memory.status().message()));
     }
     global_segment_ = *memory;
     YB_RETURN_IF_ERROR(MountGlobalSegment());
@@ -293,8 +293,7 @@ std::vector<Replica> ClientImpl::ReadOrder(std::vector<Replica> replicas) {
 
 std::vector<absl::Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
                                                const std::vector<absl::string_view>& values,
-                                               const master::ReplicateConfig& config,
-                                               bool upsert) {
+                                               const master::ReplicateConfig& config, bool upsert) {
   if (keys.size() != values.size()) {
     return std::vector<absl::Status>(
         keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
@@ -356,9 +355,9 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
     for (const Replica& replica : *starts[j]) {
       absl::StatusOr<SegmentHandle> handle = HandleFor(replica);
       if (!handle.ok()) {
-        results[i] = MakeError(ErrorCode::kTransferFail,
-                               absl::StrCat("segment ", replica.segment_name, ": ",
-                                            handle.status().message()));
+        results[i] = MakeError(
+            ErrorCode::kTransferFail,
+            absl::StrCat("segment ", replica.segment_name, ": ", handle.status().message()));
         continue;
       }
       uint64_t offset = 0;
@@ -380,10 +379,10 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
   for (size_t k = 0; k < requests.size(); ++k) {
     size_t i = index[owner[k]];
     if (statuses[k].state != TransferState::kCompleted && results[i].ok()) {
-      results[i] = MakeError(ErrorCode::kTransferFail,
-                             absl::StrCat("writing '", keys[i], "': ",
-                                          transport::TransferStateName(statuses[k].state), " ",
-                                          statuses[k].reason));
+      results[i] = MakeError(
+          ErrorCode::kTransferFail,
+          absl::StrCat("writing '", keys[i], "': ", transport::TransferStateName(statuses[k].state),
+                       " ", statuses[k].reason));
     }
   }
   std::vector<std::string> end_keys, revoke_keys;
@@ -583,8 +582,8 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetIntoParts(
   return ReadObjects(keys, buffers, LookUp(keys));
 }
 
-std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetInto(
-    const std::vector<std::string>& keys, const std::vector<Buffer>& buffers) {
+std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
+                                                               const std::vector<Buffer>& buffers) {
   if (keys.size() != buffers.size()) {
     return std::vector<absl::StatusOr<uint64_t>>(
         keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));

@@ -86,7 +86,7 @@ absl::Status Call(const char* name,
 
 }  // namespace
 
-#define YB_CALL(method, request, reply)                                                      \
+#define YB_CALL(method, request, reply)                                                    \
   Call(#method, &rpc::MasterService::Stub::method, *impl_->stub, impl_->timeout, address_, \
        max_term_, request, reply)
 
@@ -103,8 +103,7 @@ absl::StatusOr<uint64_t> MasterClient::MountSegment(const master::ClientId& clie
   return reply.epoch();
 }
 
-absl::Status MasterClient::UnmountSegment(const master::ClientId& client,
-                                          const std::string& name) {
+absl::Status MasterClient::UnmountSegment(const master::ClientId& client, const std::string& name) {
   rpc::UnmountSegmentRequest request;
   request.set_client_id(client);
   request.set_name(name);
@@ -159,8 +158,8 @@ std::vector<absl::StatusOr<std::vector<master::Replica>>> MasterClient::BatchPut
 
 namespace {
 
-std::vector<absl::Status> StatusesFromReply(const absl::Status& call, const rpc::BatchStatusReply& reply,
-                                            size_t n) {
+std::vector<absl::Status> StatusesFromReply(const absl::Status& call,
+                                            const rpc::BatchStatusReply& reply, size_t n) {
   absl::Status status = call;
   if (status.ok()) status = FromRpc(reply.status());
   if (status.ok() && static_cast<size_t>(reply.statuses_size()) != n) {

@@ -1,6 +1,7 @@
-// A store client's connection to yuebing-master: one gRPC channel, every call bounded by a deadline,
-// replies converted to master types and Mooncake-coded statuses. Replies from a leadership term
-// older than the newest seen are refused (kRpcFail), so a deposed master cannot steer the client.
+// A store client's connection to yuebing-master: one gRPC channel, every call bounded by a
+// deadline, replies converted to master types and Mooncake-coded statuses. Replies from a
+// leadership term older than the newest seen are refused (kRpcFail), so a deposed master cannot
+// steer the client.
 //
 // Thread safety: all methods are thread-safe.
 // Errors: kRpcFail (-900) when the master cannot be reached in time or refuses the call; otherwise

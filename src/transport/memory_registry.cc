@@ -51,14 +51,13 @@ absl::StatusOr<MemoryRegistry::Pin> MemoryRegistry::Acquire(uint64_t addr, uint6
     --it;
     Entry& entry = it->second;
     uint64_t offset = addr - entry.buffer.addr;
-    if (!entry.removing && offset < entry.buffer.length &&
-        length <= entry.buffer.length - offset) {
+    if (!entry.removing && offset < entry.buffer.length && length <= entry.buffer.length - offset) {
       ++entry.pins;
       return Pin(this, it->first);
     }
   }
-  return absl::PermissionDeniedError(absl::StrCat("range 0x", absl::Hex(addr), "+", length,
-                                                  " is not inside a registered buffer"));
+  return absl::PermissionDeniedError(
+      absl::StrCat("range 0x", absl::Hex(addr), "+", length, " is not inside a registered buffer"));
 }
 
 void MemoryRegistry::Release(uint64_t key) {

@@ -22,8 +22,8 @@ struct RegisteredBuffer {
   uint64_t addr = 0;
   uint64_t length = 0;
   std::string location = "cpu:0";
-  int shm_fd = -1;          // memfd backing the buffer, or -1
-  uint64_t shm_id = 0;      // unique id of that memfd allocation, 0 if none
+  int shm_fd = -1;            // memfd backing the buffer, or -1
+  uint64_t shm_id = 0;        // unique id of that memfd allocation, 0 if none
   bool engine_owned = false;  // allocated by AllocateSharedMemory
 };
 

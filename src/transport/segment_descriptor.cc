@@ -16,8 +16,8 @@ namespace {
 uint64_t Unsigned(const json& object, const char* key, uint64_t max) {
   const json& value = object.at(key);
   if (!value.is_number_unsigned() || value.get<uint64_t>() > max) {
-    throw json::type_error::create(302, absl::StrCat("'", key, "' is not an unsigned integer <= ", max),
-                                   &value);
+    throw json::type_error::create(
+        302, absl::StrCat("'", key, "' is not an unsigned integer <= ", max), &value);
   }
   return value.get<uint64_t>();
 }
@@ -47,8 +47,11 @@ const BufferDescriptor* SegmentDescriptor::FindBuffer(uint64_t addr, uint64_t le
 std::string EncodeSegmentDescriptor(const SegmentDescriptor& d) {
   json buffers = json::array();
   for (const BufferDescriptor& b : d.buffers) {
-    buffers.push_back(
-        {{"addr", b.addr}, {"length", b.length}, {"location", b.location}, {"shm_fd", b.shm_fd}, {"shm_id", b.shm_id}});
+    buffers.push_back({{"addr", b.addr},
+                       {"length", b.length},
+                       {"location", b.location},
+                       {"shm_fd", b.shm_fd},
+                       {"shm_id", b.shm_id}});
   }
   json out = {{"name", d.name},       {"tcp_host", d.tcp_host}, {"tcp_port", d.tcp_port},
               {"host_id", d.host_id}, {"pid", d.pid},           {"epoch", d.epoch},

@@ -6,10 +6,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace yuebing::transport {
 
@@ -22,13 +22,13 @@ struct BufferDescriptor {
 };
 
 struct SegmentDescriptor {
-  std::string name;     // "host:port"
+  std::string name;  // "host:port"
   std::string tcp_host;
   uint16_t tcp_port = 0;
   std::string host_id;  // equal on two processes that can share memory through /proc/<pid>/fd
   int32_t pid = 0;
-  uint64_t epoch = 0;   // random, nonzero, fixed for the engine's life
-  uint64_t version = 0; // bumped on every change of `buffers`
+  uint64_t epoch = 0;    // random, nonzero, fixed for the engine's life
+  uint64_t version = 0;  // bumped on every change of `buffers`
   std::vector<BufferDescriptor> buffers;
 
   // The buffer holding [addr, addr+length), or nullptr.

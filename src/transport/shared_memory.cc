@@ -78,8 +78,8 @@ ShmTarget ShmPeerMappings::Translate(const SegmentDescriptor& descriptor, uint64
     std::string path = absl::StrCat("/proc/", descriptor.pid, "/fd/", buffer->shm_fd);
     int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd >= 0) {
-      void* local = mmap(nullptr, buffer->length, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_POPULATE, fd, 0);
+      void* local =
+          mmap(nullptr, buffer->length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
       close(fd);
       if (local != MAP_FAILED) {
         mapping.region = std::make_shared<MappedRegion>(static_cast<char*>(local), buffer->length);

@@ -122,8 +122,7 @@ absl::StatusOr<int> ConnectTcp(const std::string& host, uint16_t port,
       freeaddrinfo(list);
       return fd;
     }
-    last = absl::Status(status.code(),
-                        absl::StrCat(status.message(), " (", host, ":", port, ")"));
+    last = absl::Status(status.code(), absl::StrCat(status.message(), " (", host, ":", port, ")"));
     close(fd);
   }
   freeaddrinfo(list);
@@ -151,9 +150,9 @@ absl::StatusOr<int> ListenTcp(const std::string& host, uint16_t port, uint16_t* 
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    *bound_port = ntohs(addr.ss_family == AF_INET6
-                            ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                            : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    *bound_port =
+        ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                         : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
     freeaddrinfo(list);
     return fd;
   }

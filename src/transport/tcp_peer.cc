@@ -86,9 +86,9 @@ absl::Status TcpPeer::Submit(std::vector<TcpSlice> slices) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return absl::FailedPreconditionError("transfer engine is shutting down");
   if (queue_.size() + slices.size() > options_.max_queued_slices) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("too many queued slices for ", options_.segment_name, " (limit ",
-                     options_.max_queued_slices, ")"));
+    return absl::ResourceExhaustedError(absl::StrCat("too many queued slices for ",
+                                                     options_.segment_name, " (limit ",
+                                                     options_.max_queued_slices, ")"));
   }
   for (TcpSlice& slice : slices) queue_.push_back(slice);
   ReapDeadConnectionsLocked();
@@ -159,8 +159,7 @@ bool TcpPeer::SenderMayProceed(Connection* conn) {
 }
 
 void TcpPeer::SenderLoop(Connection* conn) {
-  absl::StatusOr<int> fd =
-      ConnectTcp(options_.host, options_.port, options_.connect_timeout);
+  absl::StatusOr<int> fd = ConnectTcp(options_.host, options_.port, options_.connect_timeout);
   absl::Status status = fd.status();
   if (fd.ok()) {
     status = SendHello(*fd, options_.segment_name, options_.epoch);
@@ -184,9 +183,8 @@ void TcpPeer::SenderLoop(Connection* conn) {
       if (!others_alive) {
         FailQueuedLocked(absl::Status(
             status.code() == absl::StatusCode::kFailedPrecondition ? status.code()
-                                                                    : absl::StatusCode::kUnavailable,
-            absl::StrCat("cannot reach segment ", options_.segment_name, ": ",
-                         status.message())));
+                                                                   : absl::StatusCode::kUnavailable,
+            absl::StrCat("cannot reach segment ", options_.segment_name, ": ", status.message())));
       }
       return;
     }
@@ -204,7 +202,8 @@ void TcpPeer::SenderLoop(Connection* conn) {
         Connection* conn;
       } args{this, conn};
       mu_.Await(absl::Condition(
-          +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->peer->SenderMayProceed(a->conn); },
+          +[](Args* a)
+               ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->peer->SenderMayProceed(a->conn); },
           &args));
       if (stopping_ || conn->broken) break;
       slice = queue_.front();
@@ -258,7 +257,8 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
     }
     FrameType expected =
         slice.opcode == OpCode::kWrite ? FrameType::kWriteReply : FrameType::kReadReply;
-    bool payload_follows = header->type == FrameType::kReadReply && header->status == WireStatus::kOk;
+    bool payload_follows =
+        header->type == FrameType::kReadReply && header->status == WireStatus::kOk;
     if (header->type != expected || header->request_id != slice.request_id ||
         (payload_follows && header->length != slice.length)) {
       reason = absl::InternalError("reply does not match the oldest request");
@@ -272,8 +272,7 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
       absl::MutexLock lock(&conn->fifo_mu);
       conn->fifo.pop_front();
     }
-    slice.task->FinishSlice(slice.length,
-                            ReplyToStatus(header->status, options_.segment_name));
+    slice.task->FinishSlice(slice.length, ReplyToStatus(header->status, options_.segment_name));
     absl::MutexLock lock(&mu_);
     inflight_bytes_ -= slice.length;
   }
@@ -350,8 +349,8 @@ void TcpPeer::ExpireDeadlines(SteadyTime now) {
       TcpSlice slice = queue_.front();
       queue_.pop_front();
       slice.task->FinishSlice(
-          0, absl::DeadlineExceededError(absl::StrCat(
-                 "request to ", options_.segment_name, " passed its deadline before being sent")));
+          0, absl::DeadlineExceededError(absl::StrCat("request to ", options_.segment_name,
+                                                      " passed its deadline before being sent")));
     }
     for (const auto& conn : connections_) {
       if (conn->state != Connection::State::kReady || conn->broken) continue;

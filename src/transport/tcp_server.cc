@@ -190,9 +190,9 @@ void TcpServer::ServeConnection(Connection* conn) {
           status = Drain(fd, header->length);
         }
         if (status.ok()) {
-          status = SendReply(fd, FrameType::kWriteReply,
-                             pin.ok() ? WireStatus::kOk : WireStatus::kOutOfRange, *header,
-                             nullptr, 0);
+          status =
+              SendReply(fd, FrameType::kWriteReply,
+                        pin.ok() ? WireStatus::kOk : WireStatus::kOutOfRange, *header, nullptr, 0);
         }
         break;
       }
@@ -206,8 +206,8 @@ void TcpServer::ServeConnection(Connection* conn) {
           status = SendReply(fd, FrameType::kReadReply, WireStatus::kOk, *header,
                              reinterpret_cast<const void*>(header->addr), header->length);
         } else {
-          status = SendReply(fd, FrameType::kReadReply, WireStatus::kOutOfRange, *header, nullptr,
-                             0);
+          status =
+              SendReply(fd, FrameType::kReadReply, WireStatus::kOutOfRange, *header, nullptr, 0);
         }
         break;
       }

@@ -24,9 +24,8 @@ void TransferTask::FinishSlice(uint64_t bytes, const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     if (!failure_.ok()) {
-      final_state = failure_.code() == absl::StatusCode::kDeadlineExceeded
-                        ? TransferState::kTimeout
-                        : TransferState::kFailed;
+      final_state = failure_.code() == absl::StatusCode::kDeadlineExceeded ? TransferState::kTimeout
+                                                                           : TransferState::kFailed;
     }
   }
   state_.store(final_state, std::memory_order_release);

@@ -207,11 +207,12 @@ absl::Status TransferEngineImpl::Init() {
   }
   if (options_.tcp_slice_bytes == 0 || options_.tcp_slice_bytes > kMaxDataFrameBytes ||
       options_.tcp_connections_per_peer == 0 || options_.max_batch_size == 0) {
-    return absl::InvalidArgumentError("tcp_slice_bytes, tcp_connections_per_peer and "
-                                      "max_batch_size must be positive (slices <= 1 GiB)");
+    return absl::InvalidArgumentError(
+        "tcp_slice_bytes, tcp_connections_per_peer and "
+        "max_batch_size must be positive (slices <= 1 GiB)");
   }
-  YB_ASSIGN_OR_RETURN(metadata_, CreateMetadataStore(options_.metadata_conn,
-                                                     options_.connect_timeout));
+  YB_ASSIGN_OR_RETURN(metadata_,
+                      CreateMetadataStore(options_.metadata_conn, options_.connect_timeout));
   YB_ASSIGN_OR_RETURN(HostPort local, ParseHostPort(options_.local_server_name));
   TcpServerOptions server_options;
   server_options.bind_host = options_.bind_address.empty() ? local.host : options_.bind_address;
@@ -273,8 +274,8 @@ std::string TransferEngineImpl::DescribeLocal(uint64_t version) {
   d.epoch = epoch_;
   d.version = version;
   for (const RegisteredBuffer& b : registry_.Snapshot()) {
-    d.buffers.push_back({b.addr, b.length, b.location, options_.enable_shm ? b.shm_fd : -1,
-                         b.shm_id});
+    d.buffers.push_back(
+        {b.addr, b.length, b.location, options_.enable_shm ? b.shm_fd : -1, b.shm_id});
   }
   return EncodeSegmentDescriptor(d);
 }
@@ -294,9 +295,8 @@ absl::Status TransferEngineImpl::Register(const RegisteredBuffer& buffer) {
   absl::Status status = Publish();
   if (!status.ok()) {
     (void)registry_.Remove(buffer.addr);
-    return absl::Status(status.code(),
-                        absl::StrCat("registered memory could not be published: ",
-                                     status.message()));
+    return absl::Status(status.code(), absl::StrCat("registered memory could not be published: ",
+                                                    status.message()));
   }
   return absl::OkStatus();
 }
@@ -314,8 +314,9 @@ absl::Status TransferEngineImpl::UnregisterLocalMemory(void* addr) {
   {
     absl::MutexLock lock(&shm_mu_);
     if (owned_shm_.contains(reinterpret_cast<uintptr_t>(addr))) {
-      return absl::InvalidArgumentError("memory from AllocateSharedMemory is freed with "
-                                        "FreeSharedMemory");
+      return absl::InvalidArgumentError(
+          "memory from AllocateSharedMemory is freed with "
+          "FreeSharedMemory");
     }
   }
   YB_RETURN_IF_ERROR(registry_.Remove(reinterpret_cast<uint64_t>(addr)).status());
@@ -370,8 +371,8 @@ absl::StatusOr<SegmentDescriptor> TransferEngineImpl::FetchDescriptor(const std:
   if (metadata_ != nullptr) {
     absl::StatusOr<std::string> value = metadata_->Get(SegmentMetadataKey(name));
     if (absl::IsNotFound(value.status())) {
-      return absl::NotFoundError(absl::StrCat("no segment named '", name, "' in ",
-                                              metadata_->Describe()));
+      return absl::NotFoundError(
+          absl::StrCat("no segment named '", name, "' in ", metadata_->Describe()));
     }
     YB_ASSIGN_OR_RETURN(text, std::move(value));
   } else {
@@ -475,8 +476,8 @@ absl::Status TransferEngineImpl::Refresh(PeerSegment& segment) {
 
 absl::StatusOr<BatchId> TransferEngineImpl::AllocateBatch(size_t capacity) {
   if (capacity == 0 || capacity > options_.max_batch_size) {
-    return absl::InvalidArgumentError(absl::StrCat("batch capacity must be 1..",
-                                                   options_.max_batch_size, ", got ", capacity));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch capacity must be 1..", options_.max_batch_size, ", got ", capacity));
   }
   auto batch = std::make_shared<TransferBatch>(capacity);
   absl::MutexLock lock(&batches_mu_);
@@ -572,9 +573,9 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
     absl::MutexLock lock(&targets[i]->mu);
     if (targets[i]->restarted || targets[i]->tcp->stale()) {
       targets[i]->restarted = true;
-      return absl::FailedPreconditionError(absl::StrCat(
-          "request ", i, ": segment ", targets[i]->name,
-          " restarted since it was opened; CloseSegment and OpenSegment it again"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("request ", i, ": segment ", targets[i]->name,
+                       " restarted since it was opened; CloseSegment and OpenSegment it again"));
     }
   }
   YB_ASSIGN_OR_RETURN(size_t first, batch->Reserve(requests.size()));
@@ -714,9 +715,9 @@ absl::Status TransferEngine::TransferSync(absl::Span<const TransferRequest> requ
       absl::StatusCode code = statuses[i].state == TransferState::kTimeout
                                   ? absl::StatusCode::kDeadlineExceeded
                                   : absl::StatusCode::kUnavailable;
-      return absl::Status(code, absl::StrCat("request ", i, " ",
-                                             TransferStateName(statuses[i].state), ": ",
-                                             statuses[i].reason));
+      return absl::Status(
+          code, absl::StrCat("request ", i, " ", TransferStateName(statuses[i].state), ": ",
+                             statuses[i].reason));
     }
   }
   return absl::OkStatus();

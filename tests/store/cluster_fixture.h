@@ -51,10 +51,10 @@ class Cluster {
   }
 
   bool StartStore() {
-    auto store = test_support::ChildProcess::Start(
-        {test_support::BuildPath("tools/store/yuebing-store"),
-         "--master_server_address=" + master_address_,
-         "--global_segment_size=" + options_.store_size});
+    auto store =
+        test_support::ChildProcess::Start({test_support::BuildPath("tools/store/yuebing-store"),
+                                           "--master_server_address=" + master_address_,
+                                           "--global_segment_size=" + options_.store_size});
     EXPECT_TRUE(store.ok()) << store.status();
     if (!store.ok()) return false;
     auto line = (*store)->WaitForLine("yuebing-store ready", std::chrono::seconds(20));

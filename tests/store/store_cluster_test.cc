@@ -28,7 +28,8 @@ class StoreClusterTest : public ::testing::Test {
 };
 
 TEST_F(StoreClusterTest, PutGetRoundTripAcrossSizes) {
-  for (size_t size : {size_t{1}, size_t{4096}, size_t{65536} + 3, size_t{1} << 20, size_t{4} << 20}) {
+  for (size_t size :
+       {size_t{1}, size_t{4096}, size_t{65536} + 3, size_t{1} << 20, size_t{4} << 20}) {
     std::string key = "obj-" + std::to_string(size);
     std::string value = ValueFor(key, size);
     ASSERT_TRUE(client_->Put(key, value).ok());
@@ -52,7 +53,8 @@ TEST_F(StoreClusterTest, MissesAndErrorsHaveMooncakeCodes) {
   EXPECT_EQ(Code(client_->Put("k", "")), ErrorCode::kInvalidParams);
   ASSERT_TRUE(client_->Put("small", "0123456789").ok());
   char tiny[4];
-  EXPECT_EQ(Code(client_->GetInto("small", tiny, sizeof(tiny)).status()), ErrorCode::kInvalidParams);
+  EXPECT_EQ(Code(client_->GetInto("small", tiny, sizeof(tiny)).status()),
+            ErrorCode::kInvalidParams);
   EXPECT_EQ(Code(client_->Remove("absent")), ErrorCode::kObjectNotFound);
 }
 
@@ -185,8 +187,8 @@ TEST_F(StoreClusterTest, KilledStoreUnderLoadNeverServesWrongBytes) {
   for (auto& r : readers) r.join();
   EXPECT_EQ(wrong.load(), 0) << "wrong bytes served";
   EXPECT_GT(hits.load(), 0);
-  std::printf("hits=%d misses=%d errors=%d written=%d\n", hits.load(), misses.load(),
-              errors.load(), written.load());
+  std::printf("hits=%d misses=%d errors=%d written=%d\n", hits.load(), misses.load(), errors.load(),
+              written.load());
 }
 
 }  // namespace

@@ -13,10 +13,9 @@
 
 namespace yuebing::transport::testing {
 
-inline std::unique_ptr<TransferEngine> MakeEngine(const std::string& metadata = "P2PHANDSHAKE",
-                                                  bool enable_shm = true,
-                                                  std::chrono::milliseconds timeout =
-                                                      std::chrono::milliseconds(10000)) {
+inline std::unique_ptr<TransferEngine> MakeEngine(
+    const std::string& metadata = "P2PHANDSHAKE", bool enable_shm = true,
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
   TransferEngineOptions options;
   options.metadata_conn = metadata;
   options.local_server_name = "127.0.0.1";

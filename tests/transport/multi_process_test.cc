@@ -77,7 +77,8 @@ struct WriteLoad {
         if (!batch.ok()) break;
         std::vector<TransferRequest> requests;
         for (size_t i = 0; i < 4; ++i) {
-          requests.push_back(Write(&local[i * kBlock], handle, addr + (i * kBlock) % length, kBlock));
+          requests.push_back(
+              Write(&local[i * kBlock], handle, addr + (i * kBlock) % length, kBlock));
         }
         if (!engine->SubmitTransfer(*batch, requests).ok()) break;
         auto statuses = engine->WaitBatch(*batch, std::chrono::seconds(15));
@@ -155,27 +156,28 @@ TEST(MultiProcessTest, SharedMemoryReachesAnotherProcess) {
   constexpr size_t kSize = 4 << 20;
   std::vector<char> out(kSize), in(kSize);
   FillPattern(out.data(), kSize, 77);
-  ASSERT_TRUE(via_shm->TransferSync({Write(out.data(), *shm_handle, target.addr + 4096, kSize)}).ok());
+  ASSERT_TRUE(
+      via_shm->TransferSync({Write(out.data(), *shm_handle, target.addr + 4096, kSize)}).ok());
   // Read through TCP: the target process itself serves these bytes from its memory.
-  ASSERT_TRUE(via_tcp
-                  ->TransferSync({Write(in.data(), *tcp_handle, target.addr + 4096, kSize,
-                                        OpCode::kRead)})
-                  .ok());
+  ASSERT_TRUE(
+      via_tcp
+          ->TransferSync({Write(in.data(), *tcp_handle, target.addr + 4096, kSize, OpCode::kRead)})
+          .ok());
   EXPECT_TRUE(MatchesPattern(in.data(), kSize, 77));
   std::fill(in.begin(), in.end(), 0);
-  ASSERT_TRUE(via_shm
-                  ->TransferSync({Write(in.data(), *shm_handle, target.addr + 4096, kSize,
-                                        OpCode::kRead)})
-                  .ok());
+  ASSERT_TRUE(
+      via_shm
+          ->TransferSync({Write(in.data(), *shm_handle, target.addr + 4096, kSize, OpCode::kRead)})
+          .ok());
   EXPECT_TRUE(MatchesPattern(in.data(), kSize, 77));
   EXPECT_EQ(via_shm->Stats().shm_bytes, 2 * kSize) << "the shm path was not used";
   EXPECT_EQ(via_shm->Stats().tcp_bytes, 0u);
   EXPECT_EQ(via_tcp->Stats().shm_bytes, 0u);
   // Out of range stays refused on the shm path too.
-  EXPECT_FALSE(via_shm
-                   ->TransferSync({Write(out.data(), *shm_handle, target.addr + target.length - 10,
-                                         4096)})
-                   .ok());
+  EXPECT_FALSE(
+      via_shm
+          ->TransferSync({Write(out.data(), *shm_handle, target.addr + target.length - 10, 4096)})
+          .ok());
 }
 
 TEST(MultiProcessTest, SharedMemoryOfAKilledPeerIsNotATarget) {
@@ -206,9 +208,9 @@ TEST(MultiProcessTest, EtcdMetadataBackendWithRealEtcd) {
   std::vector<char> out(1 << 20), in(1 << 20);
   FillPattern(out.data(), out.size(), 5);
   ASSERT_TRUE(initiator->TransferSync({Write(out.data(), *handle, target.addr, out.size())}).ok());
-  ASSERT_TRUE(initiator
-                  ->TransferSync({Write(in.data(), *handle, target.addr, in.size(), OpCode::kRead)})
-                  .ok());
+  ASSERT_TRUE(
+      initiator->TransferSync({Write(in.data(), *handle, target.addr, in.size(), OpCode::kRead)})
+          .ok());
   EXPECT_TRUE(MatchesPattern(in.data(), in.size(), 5));
   EXPECT_EQ(initiator->OpenSegment("127.0.0.1:9").status().code(), absl::StatusCode::kNotFound);
 }

@@ -33,15 +33,16 @@ TEST(SegmentDescriptorTest, RoundTripsAndSortsBuffers) {
 }
 
 TEST(SegmentDescriptorTest, RejectsMalformedInput) {
-  for (const char* text :
-       {"", "null", "[]", "{", "{\"name\":\"a\"}",
-        R"({"name":"a:1","tcp_host":"a","tcp_port":70000,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[]})",
-        R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":0,"version":1,"buffers":[]})",
-        R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":-1,"buffers":[]})",
-        R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":{}})",
-        R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[{"addr":10,"length":10,"location":"x","shm_fd":-1,"shm_id":0},{"addr":15,"length":10,"location":"x","shm_fd":-1,"shm_id":0}]})",
-        R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[{"addr":10,"length":0,"location":"x","shm_fd":-1,"shm_id":0}]})",
-        R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[{"addr":"10","length":1,"location":"x","shm_fd":-1,"shm_id":0}]})"}) {
+  for (
+      const char* text :
+      {"", "null", "[]", "{", "{\"name\":\"a\"}",
+       R"({"name":"a:1","tcp_host":"a","tcp_port":70000,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[]})",
+       R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":0,"version":1,"buffers":[]})",
+       R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":-1,"buffers":[]})",
+       R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":{}})",
+       R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[{"addr":10,"length":10,"location":"x","shm_fd":-1,"shm_id":0},{"addr":15,"length":10,"location":"x","shm_fd":-1,"shm_id":0}]})",
+       R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[{"addr":10,"length":0,"location":"x","shm_fd":-1,"shm_id":0}]})",
+       R"({"name":"a:1","tcp_host":"a","tcp_port":1,"host_id":"","pid":1,"epoch":1,"version":1,"buffers":[{"addr":"10","length":1,"location":"x","shm_fd":-1,"shm_id":0}]})"}) {
     EXPECT_EQ(DecodeSegmentDescriptor(text).status().code(), absl::StatusCode::kInvalidArgument)
         << text;
   }

@@ -1,5 +1,7 @@
 // In-process tests of the transfer engine: two engines in one process talking over real sockets on
 // 127.0.0.1 (TCP path), through shared memory, and locally.
+#include "yuebing/transport/transfer_engine.h"
+
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -11,7 +13,6 @@
 #include "transport/socket_util.h"
 #include "transport/wire_format.h"
 #include "yuebing/common/http_metadata_server.h"
-#include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::transport {
 namespace {
@@ -129,11 +130,11 @@ TEST_P(RoundTripTest, ManyThreadsWriteAndReadDisjointRanges) {
         uint64_t seed = t * 1000 + round;
         FillPattern(out.data(), kBlock, seed);
         uint64_t addr = pair.RemoteAddr(t * kBlock);
-        if (!pair.initiator->TransferSync({Request(OpCode::kWrite, out.data(), pair.handle, addr,
-                                                   kBlock)})
+        if (!pair.initiator
+                 ->TransferSync({Request(OpCode::kWrite, out.data(), pair.handle, addr, kBlock)})
                  .ok() ||
-            !pair.initiator->TransferSync({Request(OpCode::kRead, in.data(), pair.handle, addr,
-                                                   kBlock)})
+            !pair.initiator
+                 ->TransferSync({Request(OpCode::kRead, in.data(), pair.handle, addr, kBlock)})
                  .ok() ||
             !MatchesPattern(in.data(), kBlock, seed)) {
           ++failures;
@@ -154,8 +155,8 @@ TEST_P(RoundTripTest, OutOfRangeAddressIsRefusedAndNothingIsWritten) {
                            std::pair<uint64_t, size_t>{pair.RemoteAddr() - 4096, 4096},
                            std::pair<uint64_t, size_t>{0x10, 8},
                            std::pair<uint64_t, size_t>{pair.RemoteAddr(kSize), 1}}) {
-    absl::Status status =
-        pair.initiator->TransferSync({Request(OpCode::kWrite, local.data(), pair.handle, addr, len)});
+    absl::Status status = pair.initiator->TransferSync(
+        {Request(OpCode::kWrite, local.data(), pair.handle, addr, len)});
     EXPECT_FALSE(status.ok()) << "write to 0x" << std::hex << addr << " accepted";
     status = pair.initiator->TransferSync(
         {Request(OpCode::kRead, local.data(), pair.handle, addr, len)});
@@ -164,8 +165,8 @@ TEST_P(RoundTripTest, OutOfRangeAddressIsRefusedAndNothingIsWritten) {
   for (size_t i = 0; i < kSize; ++i) ASSERT_EQ(pair.remote[i], 0x5a) << "byte " << i << " changed";
   // The engine keeps working after refusals.
   EXPECT_TRUE(pair.initiator
-                  ->TransferSync({Request(OpCode::kWrite, local.data(), pair.handle,
-                                          pair.RemoteAddr(), 4096)})
+                  ->TransferSync(
+                      {Request(OpCode::kWrite, local.data(), pair.handle, pair.RemoteAddr(), 4096)})
                   .ok());
 }
 
@@ -201,7 +202,8 @@ TEST(TransferEngineTest, LocalSegmentCopiesAndChecksRanges) {
   EXPECT_EQ(*handle, kLocalSegmentHandle);
   FillPattern(local.data(), local.size(), 7);
   uint64_t addr = reinterpret_cast<uint64_t>(registered.data()) + 100;
-  ASSERT_TRUE(engine->TransferSync({Request(OpCode::kWrite, local.data(), *handle, addr, 4096)}).ok());
+  ASSERT_TRUE(
+      engine->TransferSync({Request(OpCode::kWrite, local.data(), *handle, addr, 4096)}).ok());
   EXPECT_TRUE(MatchesPattern(registered.data() + 100, 4096, 7));
   EXPECT_FALSE(engine
                    ->TransferSync({Request(OpCode::kWrite, local.data(), *handle,
@@ -230,16 +232,19 @@ TEST(TransferEngineTest, InvalidRequestsAreRejectedWithoutSubmitting) {
   std::vector<char> local(4096);
   auto batch = pair.initiator->AllocateBatch(4);
   ASSERT_TRUE(batch.ok());
-  EXPECT_EQ(pair.initiator->SubmitTransfer(*batch, {Request(OpCode::kWrite, nullptr, pair.handle,
-                                                            pair.RemoteAddr(), 10)})
+  EXPECT_EQ(pair.initiator
+                ->SubmitTransfer(
+                    *batch, {Request(OpCode::kWrite, nullptr, pair.handle, pair.RemoteAddr(), 10)})
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(pair.initiator->SubmitTransfer(*batch, {Request(OpCode::kWrite, local.data(),
-                                                            pair.handle, pair.RemoteAddr(), 0)})
+  EXPECT_EQ(pair.initiator
+                ->SubmitTransfer(*batch, {Request(OpCode::kWrite, local.data(), pair.handle,
+                                                  pair.RemoteAddr(), 0)})
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(pair.initiator->SubmitTransfer(*batch, {Request(OpCode::kWrite, local.data(), 999,
-                                                            pair.RemoteAddr(), 10)})
+  EXPECT_EQ(pair.initiator
+                ->SubmitTransfer(
+                    *batch, {Request(OpCode::kWrite, local.data(), 999, pair.RemoteAddr(), 10)})
                 .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(pair.initiator->SubmitTransfer(*batch + 100, {}).ok());
@@ -294,9 +299,8 @@ TEST(TransferEngineTest, RestartedPeerOnSamePortIsFencedByEpoch) {
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   ASSERT_TRUE((*restarted)->RegisterLocalMemory(memory.data(), memory.size()).ok());
   std::memset(memory.data(), 0, memory.size());
-  absl::Status status = initiator->TransferSync(
-      {Request(OpCode::kWrite, local.data(), handle, reinterpret_cast<uint64_t>(memory.data()),
-               4096)});
+  absl::Status status = initiator->TransferSync({Request(
+      OpCode::kWrite, local.data(), handle, reinterpret_cast<uint64_t>(memory.data()), 4096)});
   EXPECT_FALSE(status.ok()) << "a write meant for the old process reached the new one";
   EXPECT_FALSE(initiator
                    ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
@@ -364,8 +368,8 @@ TEST(TransferEngineTest, MalformedFramesCloseTheConnectionAndNothingIsWritten) {
   for (int i = 0; i < (1 << 16); ++i) ASSERT_EQ(pair.remote[i], 0x11);
   std::vector<char> local(4096, 2);
   EXPECT_TRUE(pair.initiator
-                  ->TransferSync({Request(OpCode::kWrite, local.data(), pair.handle,
-                                          pair.RemoteAddr(), 4096)})
+                  ->TransferSync(
+                      {Request(OpCode::kWrite, local.data(), pair.handle, pair.RemoteAddr(), 4096)})
                   .ok())
       << "the server keeps serving well-formed peers";
 }

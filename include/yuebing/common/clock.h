@@ -33,7 +33,8 @@ class FakeClock final : public Clock {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Now().time_since_epoch()).count();
   }
   void Advance(std::chrono::nanoseconds delta) {
-    now_ns_.fetch_add(std::chrono::duration_cast<std::chrono::steady_clock::duration>(delta).count());
+    now_ns_.fetch_add(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(delta).count());
   }
 
  private:

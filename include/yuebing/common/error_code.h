@@ -3,8 +3,8 @@
 // exact number Mooncake users expect (e.g. -704 for a missing object).
 //
 // MakeError(code, message) builds a Status with the canonical absl code that matches the numeric
-// code's retry meaning and attaches the number; ToErrorCode(status) recovers it (or derives one from
-// the absl code when none was attached). Thread-safe (pure functions).
+// code's retry meaning and attaches the number; ToErrorCode(status) recovers it (or derives one
+// from the absl code when none was attached). Thread-safe (pure functions).
 #pragma once
 
 #include <cstdint>

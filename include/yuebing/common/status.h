@@ -15,11 +15,11 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace yuebing {
 
@@ -60,10 +60,10 @@ inline absl::Status ErrnoToStatus(absl::string_view what, int err = errno) {
 #define YB_STATUS_CONCAT_(a, b) YB_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the enclosing function if `expr` (an absl::Status) is not OK.
-#define YB_RETURN_IF_ERROR(expr)                   \
-  do {                                             \
-    ::absl::Status yb_status_ = (expr);            \
-    if (!yb_status_.ok()) return yb_status_;       \
+#define YB_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::absl::Status yb_status_ = (expr);      \
+    if (!yb_status_.ok()) return yb_status_; \
   } while (0)
 
 // `lhs = value of expr` if expr (an absl::StatusOr<T>) is OK, else returns its status.

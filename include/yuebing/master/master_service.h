@@ -103,7 +103,8 @@ class MasterService {
   std::vector<absl::StatusOr<std::vector<Replica>>> BatchPutStart(
       const ClientId& client, const std::vector<std::string>& keys,
       const std::vector<uint64_t>& sizes, const ReplicateConfig& config);
-  std::vector<absl::Status> BatchPutEnd(const ClientId& client, const std::vector<std::string>& keys,
+  std::vector<absl::Status> BatchPutEnd(const ClientId& client,
+                                        const std::vector<std::string>& keys,
                                         const std::vector<uint64_t>& checksums);
   std::vector<absl::Status> BatchPutRevoke(const ClientId& client,
                                            const std::vector<std::string>& keys);

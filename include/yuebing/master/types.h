@@ -54,7 +54,7 @@ struct SegmentUsage {
 };
 
 struct MasterStats {
-  uint64_t objects = 0;          // complete and in progress
+  uint64_t objects = 0;  // complete and in progress
   uint64_t used_bytes = 0;
   uint64_t capacity_bytes = 0;
   uint64_t evicted_objects = 0;  // since start

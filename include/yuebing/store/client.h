@@ -36,8 +36,8 @@ namespace yuebing::store {
 struct ClientConfig {
   std::string local_hostname = "127.0.0.1";  // host (and optional port) of the transfer engine
   std::string metadata_server = "P2PHANDSHAKE";
-  uint64_t global_segment_size = 0;           // bytes contributed to the cluster (0: none)
-  uint64_t local_buffer_size = 16ull << 20;   // accepted for compatibility; reads need no staging
+  uint64_t global_segment_size = 0;          // bytes contributed to the cluster (0: none)
+  uint64_t local_buffer_size = 16ull << 20;  // accepted for compatibility; reads need no staging
   std::string protocol = "tcp";
   std::string device_name;
   std::string master_server_address = "127.0.0.1:50051";
@@ -104,8 +104,8 @@ class Client {
   // Reads each object into its list of buffers, filling them in order. Returns bytes read.
   virtual std::vector<absl::StatusOr<uint64_t>> BatchGetIntoParts(
       const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers) = 0;
-  virtual std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
-                                                             const std::vector<Buffer>& buffers) = 0;
+  virtual std::vector<absl::StatusOr<uint64_t>> BatchGetInto(
+      const std::vector<std::string>& keys, const std::vector<Buffer>& buffers) = 0;
   virtual std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,
                                                 bool force = false) = 0;

@@ -95,7 +95,8 @@ class TransferEngine {
   // Starts the engine: TCP listener, metadata publication. Errors: kInvalidArgument for a bad
   // metadata string or name, kUnavailable when the metadata server cannot be reached,
   // kAlreadyExists when the port is taken.
-  static absl::StatusOr<std::unique_ptr<TransferEngine>> Create(const TransferEngineOptions& options);
+  static absl::StatusOr<std::unique_ptr<TransferEngine>> Create(
+      const TransferEngineOptions& options);
 
   // This engine's segment name ("host:port") and TCP port.
   virtual const std::string& LocalSegmentName() const = 0;
@@ -132,14 +133,15 @@ class TransferEngine {
   // Submits requests; they run asynchronously (local and shm copies complete before this
   // returns). Errors (nothing submitted): kInvalidArgument (bad handle, null, zero length),
   // kResourceExhausted (batch capacity).
-  virtual absl::Status SubmitTransfer(BatchId batch, absl::Span<const TransferRequest> requests) = 0;
+  virtual absl::Status SubmitTransfer(BatchId batch,
+                                      absl::Span<const TransferRequest> requests) = 0;
 
   // Status of the `task_id`-th request submitted to `batch` (0-based, over all submissions).
   virtual absl::StatusOr<TransferStatus> GetTransferStatus(BatchId batch, size_t task_id) = 0;
 
   // Blocks until every request of the batch is final or `timeout` passes; returns the statuses.
-  virtual absl::StatusOr<std::vector<TransferStatus>> WaitBatch(BatchId batch,
-                                                                std::chrono::milliseconds timeout) = 0;
+  virtual absl::StatusOr<std::vector<TransferStatus>> WaitBatch(
+      BatchId batch, std::chrono::milliseconds timeout) = 0;
 
   virtual TransferEngineStats Stats() const = 0;
 
