@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/http_bind.h"
 #include "common/http_metadata_server_internal.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
@@ -162,22 +163,7 @@ absl::Status HttpMetadataServerImpl::Serve(const std::string& host, uint16_t por
   // Bodies over the limit are refused (413) by the library before they are buffered.
   server_.set_payload_max_length(limits_.max_value_bytes);
   server_.set_keep_alive_timeout(kKeepAliveTimeoutSec);
-  // SO_REUSEADDR only: the library's default also sets SO_REUSEPORT, which would let a second
-  // server bind the same port and silently take half of the requests.
-  server_.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  if (port == 0) {
-    const int bound = server_.bind_to_any_port(host);
-    if (bound <= 0) return absl::UnavailableError(absl::StrCat("cannot bind ", host, ":0"));
-    port_ = static_cast<uint16_t>(bound);
-  } else {
-    if (!server_.bind_to_port(host, port)) {
-      return absl::UnavailableError(absl::StrCat("cannot bind ", host, ":", port));
-    }
-    port_ = port;
-  }
+  YB_ASSIGN_OR_RETURN(port_, BindHttpServer(server_, host, port));
   thread_ = std::thread([this] {
     server_.listen_after_bind();
     listen_returned_.store(true);

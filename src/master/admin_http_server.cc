@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/http_bind.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/logging.h"
 
@@ -173,23 +174,9 @@ absl::Status AdminHttpServer::Impl::Serve(const std::string& host, uint16_t port
   Routes();
   server_.set_payload_max_length(kMaxBodyBytes);
   server_.set_keep_alive_timeout(kKeepAliveTimeoutSec);
-  // SO_REUSEADDR only: the library's default also sets SO_REUSEPORT, which would let a second
-  // master bind the same port and silently take half of the scrapes.
-  server_.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  if (port == 0) {
-    const int bound = server_.bind_to_any_port(host);
-    if (bound <= 0) return absl::UnavailableError(absl::StrCat("cannot bind ", host, ":0"));
-    port_ = static_cast<uint16_t>(bound);
-  } else {
-    if (!server_.bind_to_port(host, port)) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot bind ", host, ":", port, " (address in use?)"));
-    }
-    port_ = port;
-  }
+  absl::StatusOr<uint16_t> bound = BindHttpServer(server_, host, port);
+  if (!bound.ok()) return bound.status();
+  port_ = *bound;
   thread_ = std::thread([this] {
     server_.listen_after_bind();
     listen_returned_.store(true);

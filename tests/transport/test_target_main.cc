@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "yuebing/common/stop_signals.h"
 #include "yuebing/transport/transfer_engine.h"
 
 int main(int argc, char** argv) {
@@ -21,11 +22,7 @@ int main(int argc, char** argv) {
     if (arg.rfind("--size=", 0) == 0) size = std::stoull(arg.substr(7));
     if (arg == "--shm") shm = true;
   }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = yuebing::BlockStopSignals();
   auto engine = yuebing::transport::TransferEngine::Create(options);
   if (!engine.ok()) {
     std::fprintf(stderr, "engine: %s\n", engine.status().ToString().c_str());
@@ -44,7 +41,6 @@ int main(int argc, char** argv) {
   std::printf("READY %s %lu %zu\n", (*engine)->LocalSegmentName().c_str(),
               reinterpret_cast<unsigned long>(buffer), size);
   std::fflush(stdout);
-  int signo = 0;
-  sigwait(&signals, &signo);
+  yuebing::WaitForStopSignal(signals);
   return 0;
 }

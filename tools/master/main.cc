@@ -36,6 +36,7 @@
 #include "yuebing/common/config.h"
 #include "yuebing/common/http_metadata_server.h"
 #include "yuebing/common/logging.h"
+#include "yuebing/common/stop_signals.h"
 #include "yuebing/master/master_service.h"
 
 ABSL_FLAG(int32_t, rpc_port, 50051, "Port of the control-plane gRPC server (0 picks a free one).");
@@ -279,24 +280,13 @@ class Ticker {
   std::thread thread_;
 };
 
-// Blocks SIGINT and SIGTERM in this thread and every thread started after it, so that only
-// sigwait() sees them.
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
-
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", kName, message.c_str());
   return code;
 }
 
 int Serve(const Config& config) {
-  const sigset_t stop_signals = BlockStopSignals();
+  const sigset_t stop_signals = yuebing::BlockStopSignals();
   MasterService service(config.master);
   yuebing::master::MasterMetrics metrics;
 
@@ -327,8 +317,7 @@ int Serve(const Config& config) {
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  const int signal_number = yuebing::WaitForStopSignal(stop_signals);
   YB_LOG_INFO("{}: signal {}, shutting down", kName, signal_number);
   ticker.reset();
   (*rpc)->Shutdown();

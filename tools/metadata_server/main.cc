@@ -12,24 +12,12 @@
 #include "absl/flags/usage.h"
 #include "yuebing/common/http_metadata_server.h"
 #include "yuebing/common/logging.h"
+#include "yuebing/common/stop_signals.h"
 
 ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
 ABSL_FLAG(int32_t, port, 8080, "TCP port to listen on (0 picks a free one).");
 
-namespace {
-
-// Blocks SIGINT and SIGTERM in this thread and in every thread started after it, so that only
-// sigwait() sees them.
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -49,7 +37,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const sigset_t stop_signals = BlockStopSignals();
+  const sigset_t stop_signals = yuebing::BlockStopSignals();
   auto server = yuebing::HttpMetadataServer::Start(host, static_cast<uint16_t>(port));
   if (!server.ok()) {
     std::fprintf(stderr, "yuebing-metadata-server: %s\n", server.status().ToString().c_str());
@@ -59,8 +47,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned>((*server)->port()));
   std::fflush(stdout);
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  const int signal_number = yuebing::WaitForStopSignal(stop_signals);
   YB_LOG_INFO("yuebing-metadata-server: signal {}, stopping with {} keys", signal_number,
               (*server)->KeyCount());
   server->reset();

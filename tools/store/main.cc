@@ -11,6 +11,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "yuebing/common/config.h"
+#include "yuebing/common/stop_signals.h"
 #include "yuebing/store/client.h"
 
 ABSL_FLAG(std::string, master_server_address, "127.0.0.1:50051", "yuebing-master host:port");
@@ -32,11 +33,7 @@ int main(int argc, char** argv) {
                  size.ok() ? "must be > 0" : size.status().ToString().c_str());
     return 2;
   }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = yuebing::BlockStopSignals();
 
   yuebing::store::ClientConfig config;
   config.master_server_address = absl::GetFlag(FLAGS_master_server_address);
@@ -54,8 +51,7 @@ int main(int argc, char** argv) {
   std::printf("yuebing-store ready segment=%s size=%llu\n", (*client)->SegmentName().c_str(),
               static_cast<unsigned long long>(*size));
   std::fflush(stdout);
-  int signo = 0;
-  sigwait(&signals, &signo);
+  yuebing::WaitForStopSignal(signals);
   client->reset();
   return 0;
 }
