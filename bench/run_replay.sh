@@ -5,7 +5,10 @@
 # to an ideal LRU of the same capacity (read from the master's /metrics).
 #   bench/run_replay.sh [BUILD_DIR]    (default: build)
 # Environment: BLOCK_BYTES (16KB), STORE_SIZE per store (128MB), MAX_REQUESTS (0: all),
-# TRACE (../shared/traces/conversation_trace.jsonl), REPORT (text|json).
+# TRACE (../shared/traces/conversation_trace.jsonl), REPORT (text|json), MASTER_FLAGS (extra
+# yuebing-master flags; default "--default_kv_lease_ttl=100": the replay runs the hour-long trace
+# about 200x faster than recorded, so the 10 s default read lease is scaled down with it; a
+# leased object cannot be evicted, and a 10 s lease here would pin most of the trace).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
@@ -14,6 +17,7 @@ STORE_SIZE="${STORE_SIZE:-128MB}"
 MAX_REQUESTS="${MAX_REQUESTS:-0}"
 TRACE="${TRACE:-../shared/traces/conversation_trace.jsonl}"
 REPORT="${REPORT:-text}"
+read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS---default_kv_lease_ttl=100}"
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
@@ -40,7 +44,7 @@ wait_line() {
 }
 
 "$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
-  --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
+  --metrics_port="$METRICS_PORT" "${MASTER_EXTRA[@]}" >"$WORK/master.log" 2>&1 &
 PIDS+=($!)
 wait_line "$WORK/master.log" "yuebing-master listening"
 for i in 1 2; do
@@ -61,8 +65,8 @@ else:
     sys.exit("no yuebing_master_capacity_bytes in /metrics")
 PY
 )
-echo "cluster: master 127.0.0.1:$RPC_PORT, 2 stores of $STORE_SIZE, capacity $CAPACITY bytes;" \
-  "blocks of $BLOCK_BYTES"
+echo "cluster: master 127.0.0.1:$RPC_PORT (${MASTER_EXTRA[*]:-default flags}), 2 stores of" \
+  "$STORE_SIZE, capacity $CAPACITY bytes; blocks of $BLOCK_BYTES"
 "$BUILD/bench/yuebing-bench" replay --master_server_address="127.0.0.1:$RPC_PORT" \
   --trace="$TRACE" --block_bytes="$BLOCK_BYTES" --capacity_bytes="$CAPACITY" \
   --max_requests="$MAX_REQUESTS" --report="$REPORT"
