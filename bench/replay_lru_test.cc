@@ -25,8 +25,8 @@ TEST(PrefixLruTest, OnlyTheLeadingRunCounts) {
 TEST(PrefixLruTest, EvictsLeastRecentlyUsed) {
   PrefixLru lru(3);
   lru.Access(std::vector<uint64_t>{1, 2, 3});
-  lru.Access(std::vector<uint64_t>{1});     // order now 1, 3, 2 (2 is oldest)
-  lru.Access(std::vector<uint64_t>{4});     // evicts 2
+  lru.Access(std::vector<uint64_t>{1});  // order now 1, 3, 2 (2 is oldest)
+  lru.Access(std::vector<uint64_t>{4});  // evicts 2
   EXPECT_TRUE(lru.Contains(1));
   EXPECT_FALSE(lru.Contains(2));
   EXPECT_TRUE(lru.Contains(3));
