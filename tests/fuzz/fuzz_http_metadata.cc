@@ -38,6 +38,7 @@ Fixture* Setup() {
   f->server = std::move(*server);
   f->client = std::make_unique<httplib::Client>("127.0.0.1", f->server->port());
   f->client->set_keep_alive(true);
+  f->client->set_tcp_nodelay(true);
   return f;
 }
 
