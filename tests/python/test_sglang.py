@@ -1,17 +1,17 @@
 """yuebing.sglang: the SGLang HiCache storage backend, against a real yuebing cluster.
 
-The first tests drive the backend through a small host pool with SGLang's zero-copy page API
-(kv_buffer, page_size, get_page_buffer_meta) and run without SGLang. The tests at the end use
-the real `sglang` package (its storage config, its dynamic backend factory, its host KV pools and
-its own `mooncake` backend over the `mooncake` alias) and are skipped, with the reason, when
-sglang or torch is not importable; scripts/test-sglang installs both and runs this file.
+The first tests drive the backend through a small stand-in host pool with SGLang's zero-copy page
+API (kv_buffer, page_size, get_page_buffer_meta) and run without SGLang. The tests at the end use
+the real `sglang` package: its storage config, its dynamic backend factory, its own host KV pools
+(MHATokenToKVPoolHost, MLATokenToKVPoolHost on CPU) and its own `mooncake` backend over the
+`mooncake` alias. They are skipped, with the reason, when sglang or torch is not importable;
+scripts/test-sglang installs both and runs this file.
 """
 
 from __future__ import annotations
 
 import ctypes
 import importlib
-import os
 import uuid
 from types import SimpleNamespace
 from typing import List
@@ -282,13 +282,133 @@ def test_sglang_dynamic_factory_loads_the_backend(cluster, mla):
             dst = StandInPool(4, mla=mla)
             b.register_mem_pool_host(dst)
             assert b.batch_get_v1(keys, dst.indices([1, 2, 3])) == [True] * 3
-            writer = backends[0] if mla else b
-            src = writer.mem_pool_host if writer is not b else None
             for p in range(3):
                 expect = StandInPool(4, mla=mla)
                 expect.fill(p, seed=(0 if mla else rank) * 10 + p)
                 assert bytes(dst.page_view(p + 1, 0)) == bytes(expect.page_view(p, 0))
-            del src
     finally:
         for b in backends:
+            b.close()
+
+
+def real_pool(mla: bool, layout: str, seed: int = 0):
+    """One of SGLang's own host KV pools (MHATokenToKVPoolHost / MLATokenToKVPoolHost) on CPU,
+    filled with random values."""
+    import torch
+
+    layers, page = 2, 4
+    if mla:
+        from sglang.srt.mem_cache.device_pool_info import MLABufferInfo
+        from sglang.srt.mem_cache.pool_host.mla import MLATokenToKVPoolHost
+
+        rank, rope = 16, 8
+        bufs = tuple(torch.zeros(64, 1, rank + rope) for _ in range(layers))
+        info = MLABufferInfo(buffers=bufs,
+                             data_ptrs=torch.tensor([b.data_ptr() for b in bufs],
+                                                    dtype=torch.uint64),
+                             layer_indices=tuple(range(layers)), device_layer_num=layers,
+                             page_size=page, kv_lora_rank=rank, qk_rope_head_dim=rope,
+                             kv_cache_dim=rank + rope, dtype=torch.float32,
+                             device=torch.device("cpu"))
+        pool = MLATokenToKVPoolHost(info, 2.0, 0, page, layout, pin_memory=False, device="cpu",
+                                    device_capacity_tokens=64, start_layer=0, end_layer=layers,
+                                    target_layer_num=layers)
+    else:
+        from sglang.srt.mem_cache.device_pool_info import (KVBufferLayout, KVBuffers,
+                                                           MHABufferInfo)
+        from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
+
+        heads, dim = 2, 8
+        k = tuple(torch.zeros(64, heads, dim) for _ in range(layers))
+        v = tuple(torch.zeros(64, heads, dim) for _ in range(layers))
+
+        def ptrs(ts):
+            return torch.tensor([t.data_ptr() for t in ts], dtype=torch.uint64)
+
+        info = MHABufferInfo(buffers=KVBuffers(k=k, v=v, k_data_ptrs=ptrs(k), v_data_ptrs=ptrs(v),
+                                               layout=KVBufferLayout.NHD),
+                             page_size=page, head_num=heads, head_dim=dim, v_head_dim=dim,
+                             dtype=torch.float32, device=torch.device("cpu"))
+        pool = MHATokenToKVPoolHost(info, 2.0, 0, page, layout, pin_memory=False, device="cpu",
+                                    device_capacity_tokens=64, start_layer=0, end_layer=layers)
+    bufs = pool.kv_buffer if isinstance(pool.kv_buffer, (list, tuple)) else [pool.kv_buffer]
+    gen = torch.Generator().manual_seed(seed)
+    for b in bufs:
+        b.copy_(torch.rand(b.shape, generator=gen))
+    return pool
+
+
+def slots(pool, pages: List[int]):
+    import torch
+
+    return torch.tensor([p * pool.page_size + t for p in pages for t in range(pool.page_size)],
+                        dtype=torch.int64)
+
+
+def page_bytes(pool, page: int) -> bytes:
+    """The bytes SGLang's pool itself says make up one page (its zero-copy page metadata)."""
+    ptrs, sizes = pool.get_page_buffer_meta(slots(pool, [page]))
+    flat = []
+    for p, s in zip(ptrs, sizes):
+        flat.extend(zip(p, s) if isinstance(p, (list, tuple)) else [(p, s)])
+    return b"".join(ctypes.string_at(p, s) for p, s in flat)
+
+
+def make_pool_or_skip(mla, layout, seed=0):
+    try:
+        return real_pool(mla, layout, seed)
+    except Exception as e:  # an SGLang version whose host pools need other arguments or a GPU
+        pytest.skip(f"SGLang host pool {'MLA' if mla else 'MHA'}/{layout} not built on CPU: "
+                    f"{type(e).__name__}: {e}")
+
+
+def sglang_backend(cluster, cls_name, rank, mla, pool):
+    extra = {"master_server_address": cluster.master_address, "local_hostname": "127.0.0.1",
+             "global_segment_size": 0, "local_buffer_size": 16 << 20, "protocol": "tcp",
+             "metadata_server": "P2PHANDSHAKE", "check_server": False}
+    cfg = sglang_config(rank, mla, extra)
+    if cls_name == "yuebing":
+        from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
+
+        extra.update(backend_name="yuebing", module_path="yuebing.sglang",
+                     class_name="YuebingHiCacheStorage")
+        b = StorageBackendFactory.create_backend("dynamic", cfg, pool)
+    else:  # SGLang's own mooncake backend, on yuebing through the `mooncake` alias
+        from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
+
+        b = StorageBackendFactory.create_backend("mooncake", cfg, pool)
+    b.register_mem_pool_host(pool)
+    return b
+
+
+@needs_sglang
+@pytest.mark.parametrize("backend", ["yuebing", "mooncake"])
+@pytest.mark.parametrize("mla,layout", [(False, "page_first"), (False, "layer_first"),
+                                        (True, "page_first"), (True, "layer_first")])
+def test_sglang_host_pools_round_trip(cluster, backend, mla, layout):
+    if backend == "mooncake" and layout == "layer_first" and not mla:
+        pytest.skip("SGLang's mooncake backend supports layer_first only for MLA")
+    keys = hashes(3)
+    writers = []
+    try:
+        for rank in (0, 1):
+            pool = make_pool_or_skip(mla, layout, seed=rank + 1)
+            b = sglang_backend(cluster, backend, rank, mla, pool)
+            writers.append(b)
+            assert b.batch_exists(keys) == 0 or (mla and rank == 1)
+            assert b.batch_set_v1(keys, slots(pool, [1, 2, 3])) == [True] * 3
+        for rank, w in enumerate(list(writers)):
+            assert w.batch_exists(keys) == 3
+            assert w.batch_exists(keys + hashes(1)) == 3
+            if not mla and backend == "yuebing":  # mooncake's may prefix its keys
+                assert w.exists(f"{keys[0]}_{rank}_k") and w.exists(f"{keys[0]}_{rank}_v")
+            dst = make_pool_or_skip(mla, layout, seed=99)
+            r = sglang_backend(cluster, backend, rank, mla, dst)
+            writers.append(r)
+            assert r.batch_get_v1(keys, slots(dst, [5, 6, 7])) == [True] * 3
+            src = writers[0].mem_pool_host if mla else w.mem_pool_host
+            for i in range(3):
+                assert page_bytes(dst, 5 + i) == page_bytes(src, 1 + i), (rank, i)
+    finally:
+        for b in writers:
             b.close()
