@@ -88,6 +88,10 @@ uint64_t SizeUnit(absl::string_view unit) {
       return uint64_t{1} << 30;
     case 't':
       return uint64_t{1} << 40;
+    case 'p':
+      return uint64_t{1} << 50;
+    case 'e':
+      return uint64_t{1} << 60;
     default:
       return 0;
   }
@@ -119,7 +123,7 @@ absl::StatusOr<uint64_t> ParseSize(absl::string_view text) {
   const std::string unit = absl::AsciiStrToLower(absl::StripAsciiWhitespace(rest));
   const uint64_t multiplier = SizeUnit(unit);
   if (multiplier == 0) {
-    return Invalid("size", text, "unknown unit (use B, KB, MB, GB, TB or KiB, MiB, GiB, TiB)");
+    return Invalid("size", text, "unknown unit (use B, KB, MB, GB, TB, PB, EB or KiB .. EiB)");
   }
   if (number->has_point && unit.empty()) {
     return Invalid("size", text, "a fraction needs a unit, e.g. \"1.5GB\"");

@@ -176,6 +176,7 @@ std::unique_ptr<httplib::Client> NewDeadlineClient(const HostPort& endpoint,
   const milliseconds budget = std::max(milliseconds(1), deadline.Remaining());
   client->set_connection_timeout(budget);
   client->set_read_timeout(budget);
+  client->set_tcp_nodelay(true);
   client->set_write_timeout(budget);
   client->set_url_encode(false);
   client->set_keep_alive(false);

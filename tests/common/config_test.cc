@@ -48,6 +48,8 @@ TEST(ParseSizeTest, UnitsArePowersOf1024AndCaseInsensitive) {
   EXPECT_EQ(SizeOrDie("2g"), 2 * kGiB);
   EXPECT_EQ(SizeOrDie("3TiB"), 3 * kTiB);
   EXPECT_EQ(SizeOrDie("3tb"), 3 * kTiB);
+  EXPECT_EQ(SizeOrDie("2PiB"), 2048 * kTiB);
+  EXPECT_EQ(SizeOrDie("1 EB"), uint64_t{1} << 60);
 }
 
 TEST(ParseSizeTest, SpacesAroundAndBetween) {
@@ -66,7 +68,7 @@ TEST(ParseSizeTest, FractionsWithUnit) {
 
 TEST(ParseSizeTest, RejectsBadInput) {
   for (const char* text : {"", "   ", "-1", "-1MB", "+5", "MB", "1.5", "1..5GB", "1e9", "12 34",
-                           "1PB", "1KBB", "1 G B", "abc", "0x10", "1,000", "1iB", "1Bi"}) {
+                           "1ZB", "1KBB", "1 G B", "abc", "0x10", "1,000", "1iB", "1Bi"}) {
     absl::StatusOr<uint64_t> size = ParseSize(text);
     EXPECT_EQ(size.status().code(), absl::StatusCode::kInvalidArgument) << "\"" << text << "\"";
   }
@@ -83,6 +85,15 @@ TEST(ParseSizeTest, ErrorNamesTheInput) {
   absl::StatusOr<uint64_t> size = ParseSize("12 parsecs");
   ASSERT_FALSE(size.ok());
   EXPECT_NE(size.status().message().find("12 parsecs"), absl::string_view::npos) << size.status();
+}
+
+TEST(FormatSizeTest, LargeSizesParseBack) {
+  // FormatSize writes PiB/EiB above a TiB; those units must parse.
+  for (uint64_t bytes : {uint64_t{3} << 50, uint64_t{1} << 60, UINT64_MAX / 2}) {
+    absl::StatusOr<uint64_t> parsed = ParseSize(FormatSize(bytes));
+    ASSERT_TRUE(parsed.ok()) << FormatSize(bytes) << ": " << parsed.status();
+    EXPECT_NEAR(static_cast<double>(*parsed), static_cast<double>(bytes), bytes * 0.005);
+  }
 }
 
 TEST(FormatSizeTest, HumanReadable) {
