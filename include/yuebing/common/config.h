@@ -12,9 +12,9 @@
 namespace yuebing {
 
 // Parses a byte size. Units are case-insensitive and may be separated by spaces: B, K/KB/KiB,
-// M/MB/MiB, G/GB/GiB, T/TB/TiB, P/PB/PiB, E/EB/EiB. Like Mooncake, "KB"/"MB"/"GB" mean powers of 1024.
-// A bare number is bytes. Fractions are allowed with a unit ("1.5GB"). Errors: kInvalidArgument
-// for empty, negative, malformed or overflowing input.
+// M/MB/MiB, G/GB/GiB, T/TB/TiB, P/PB/PiB, E/EB/EiB. Like Mooncake, "KB"/"MB"/"GB" mean powers of
+// 1024. A bare number is bytes. Fractions are allowed with a unit ("1.5GB"). Errors:
+// kInvalidArgument for empty, negative, malformed or overflowing input.
 absl::StatusOr<uint64_t> ParseSize(absl::string_view text);
 
 // Formats a byte count for humans, e.g. 1536 -> "1.50 KiB".
