@@ -59,6 +59,29 @@ absl::Status ValidateKey(const std::string& key) {
   return absl::OkStatus();
 }
 
+// Calls `call` with the valid keys only (one master call for the batch) and scatters its per-key
+// results back in order; invalid keys get their validation error and no master call is made when
+// none is valid. `call` returns one Result per key it is given.
+template <typename Result, typename Call>
+std::vector<Result> ForValidKeys(const std::vector<std::string>& keys, Call call) {
+  std::vector<Result> out;
+  out.reserve(keys.size());
+  std::vector<size_t> valid;
+  std::vector<std::string> valid_keys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::Status status = ValidateKey(keys[i]);
+    out.emplace_back(status.ok() ? MakeError(ErrorCode::kInternalError, "no result") : status);
+    if (status.ok()) {
+      valid.push_back(i);
+      valid_keys.push_back(keys[i]);
+    }
+  }
+  if (valid_keys.empty()) return out;
+  std::vector<Result> results = call(valid_keys);
+  for (size_t j = 0; j < valid.size(); ++j) out[valid[j]] = std::move(results[j]);
+  return out;
+}
+
 class ClientImpl final : public Client {
  public:
   explicit ClientImpl(const ClientConfig& config) : config_(config), id_(RandomClientId()) {}
@@ -413,18 +436,10 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
 ClientImpl::Lookup ClientImpl::LookUp(const std::vector<std::string>& keys) {
   Lookup lookup;
   lookup.asked_at = std::chrono::steady_clock::now();
-  std::vector<size_t> valid;
-  std::vector<std::string> valid_keys;
-  lookup.locations.resize(keys.size(), MakeError(ErrorCode::kInvalidParams, "invalid key"));
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (ValidateKey(keys[i]).ok()) {
-      valid.push_back(i);
-      valid_keys.push_back(keys[i]);
-    }
-  }
-  if (valid_keys.empty()) return lookup;
-  auto locations = master_->BatchGetReplicaList(valid_keys);
-  for (size_t j = 0; j < valid.size(); ++j) lookup.locations[valid[j]] = std::move(locations[j]);
+  lookup.locations = ForValidKeys<absl::StatusOr<ObjectLocation>>(
+      keys, [this](const std::vector<std::string>& valid) {
+        return master_->BatchGetReplicaList(valid);
+      });
   return lookup;
 }
 
@@ -595,46 +610,26 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetInto(const std::vector
 }
 
 std::vector<absl::StatusOr<bool>> ClientImpl::BatchIsExist(const std::vector<std::string>& keys) {
-  std::vector<absl::StatusOr<bool>> out(keys.size(), false);
-  std::vector<size_t> valid;
-  std::vector<std::string> valid_keys;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    absl::Status status = ValidateKey(keys[i]);
-    if (status.ok()) {
-      valid.push_back(i);
-      valid_keys.push_back(keys[i]);
-    } else {
-      out[i] = status;
+  return ForValidKeys<absl::StatusOr<bool>>(keys, [this](const std::vector<std::string>& valid) {
+    absl::StatusOr<std::vector<bool>> exists = master_->BatchExist(valid);
+    std::vector<absl::StatusOr<bool>> out;
+    out.reserve(valid.size());
+    for (size_t j = 0; j < valid.size(); ++j) {
+      if (exists.ok()) {
+        out.emplace_back(static_cast<bool>((*exists)[j]));
+      } else {
+        out.emplace_back(exists.status());
+      }
     }
-  }
-  if (valid_keys.empty()) return out;
-  absl::StatusOr<std::vector<bool>> exists = master_->BatchExist(valid_keys);
-  for (size_t j = 0; j < valid.size(); ++j) {
-    if (exists.ok()) {
-      out[valid[j]] = static_cast<bool>((*exists)[j]);
-    } else {
-      out[valid[j]] = exists.status();
-    }
-  }
-  return out;
+    return out;
+  });
 }
 
 std::vector<absl::Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys,
                                                   bool force) {
-  std::vector<absl::Status> out(keys.size());
-  std::vector<size_t> valid;
-  std::vector<std::string> valid_keys;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    out[i] = ValidateKey(keys[i]);
-    if (out[i].ok()) {
-      valid.push_back(i);
-      valid_keys.push_back(keys[i]);
-    }
-  }
-  if (valid_keys.empty()) return out;
-  std::vector<absl::Status> removed = master_->BatchRemove(valid_keys, force);
-  for (size_t j = 0; j < valid.size(); ++j) out[valid[j]] = removed[j];
-  return out;
+  return ForValidKeys<absl::Status>(keys, [this, force](const std::vector<std::string>& valid) {
+    return master_->BatchRemove(valid, force);
+  });
 }
 
 ClientStats ClientImpl::Stats() const {
