@@ -26,6 +26,17 @@ inline std::unique_ptr<TransferEngine> MakeEngine(
   return engine.ok() ? std::move(engine).value() : nullptr;
 }
 
+inline TransferRequest Request(OpCode op, void* local, SegmentHandle target, uint64_t addr,
+                               size_t length) {
+  TransferRequest r;
+  r.opcode = op;
+  r.source = local;
+  r.target_id = target;
+  r.target_offset = addr;
+  r.length = length;
+  return r;
+}
+
 // Fills `length` bytes with a pattern that depends on `seed` and the position.
 inline void FillPattern(void* data, size_t length, uint64_t seed) {
   auto* out = static_cast<uint8_t*>(data);

@@ -21,6 +21,7 @@ using test_support::ChildProcess;
 using testing::FillPattern;
 using testing::MakeEngine;
 using testing::MatchesPattern;
+using testing::Request;
 
 struct Target {
   std::unique_ptr<ChildProcess> process;
@@ -46,17 +47,6 @@ Target StartTarget(std::vector<std::string> extra_args) {
   return target;
 }
 
-TransferRequest Write(void* local, SegmentHandle handle, uint64_t addr, size_t length,
-                      OpCode op = OpCode::kWrite) {
-  TransferRequest r;
-  r.opcode = op;
-  r.source = local;
-  r.target_id = handle;
-  r.target_offset = addr;
-  r.length = length;
-  return r;
-}
-
 bool IsFinal(TransferState s) {
   return s == TransferState::kCompleted || s == TransferState::kFailed ||
          s == TransferState::kTimeout;
@@ -77,8 +67,8 @@ struct WriteLoad {
         if (!batch.ok()) break;
         std::vector<TransferRequest> requests;
         for (size_t i = 0; i < 4; ++i) {
-          requests.push_back(
-              Write(&local[i * kBlock], handle, addr + (i * kBlock) % length, kBlock));
+          requests.push_back(Request(OpCode::kWrite, &local[i * kBlock], handle,
+                                     addr + (i * kBlock) % length, kBlock));
         }
         if (!engine->SubmitTransfer(*batch, requests).ok()) break;
         auto statuses = engine->WaitBatch(*batch, std::chrono::seconds(15));
@@ -122,7 +112,8 @@ TEST(MultiProcessTest, KilledPeerFailsInFlightRequestsWithinDeadline) {
   // New requests to the dead peer fail fast with a reason.
   std::vector<char> local(4096);
   auto started = std::chrono::steady_clock::now();
-  absl::Status status = initiator->TransferSync({Write(local.data(), *handle, target.addr, 4096)});
+  absl::Status status =
+      initiator->TransferSync({Request(OpCode::kWrite, local.data(), *handle, target.addr, 4096)});
   EXPECT_FALSE(status.ok());
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 2.0);
 }
@@ -156,28 +147,30 @@ TEST(MultiProcessTest, SharedMemoryReachesAnotherProcess) {
   constexpr size_t kSize = 4 << 20;
   std::vector<char> out(kSize), in(kSize);
   FillPattern(out.data(), kSize, 77);
-  ASSERT_TRUE(
-      via_shm->TransferSync({Write(out.data(), *shm_handle, target.addr + 4096, kSize)}).ok());
+  ASSERT_TRUE(via_shm
+                  ->TransferSync(
+                      {Request(OpCode::kWrite, out.data(), *shm_handle, target.addr + 4096, kSize)})
+                  .ok());
   // Read through TCP: the target process itself serves these bytes from its memory.
-  ASSERT_TRUE(
-      via_tcp
-          ->TransferSync({Write(in.data(), *tcp_handle, target.addr + 4096, kSize, OpCode::kRead)})
-          .ok());
+  ASSERT_TRUE(via_tcp
+                  ->TransferSync(
+                      {Request(OpCode::kRead, in.data(), *tcp_handle, target.addr + 4096, kSize)})
+                  .ok());
   EXPECT_TRUE(MatchesPattern(in.data(), kSize, 77));
   std::fill(in.begin(), in.end(), 0);
-  ASSERT_TRUE(
-      via_shm
-          ->TransferSync({Write(in.data(), *shm_handle, target.addr + 4096, kSize, OpCode::kRead)})
-          .ok());
+  ASSERT_TRUE(via_shm
+                  ->TransferSync(
+                      {Request(OpCode::kRead, in.data(), *shm_handle, target.addr + 4096, kSize)})
+                  .ok());
   EXPECT_TRUE(MatchesPattern(in.data(), kSize, 77));
   EXPECT_EQ(via_shm->Stats().shm_bytes, 2 * kSize) << "the shm path was not used";
   EXPECT_EQ(via_shm->Stats().tcp_bytes, 0u);
   EXPECT_EQ(via_tcp->Stats().shm_bytes, 0u);
   // Out of range stays refused on the shm path too.
-  EXPECT_FALSE(
-      via_shm
-          ->TransferSync({Write(out.data(), *shm_handle, target.addr + target.length - 10, 4096)})
-          .ok());
+  EXPECT_FALSE(via_shm
+                   ->TransferSync({Request(OpCode::kWrite, out.data(), *shm_handle,
+                                           target.addr + target.length - 10, 4096)})
+                   .ok());
 }
 
 TEST(MultiProcessTest, SharedMemoryOfAKilledPeerIsNotATarget) {
@@ -187,13 +180,17 @@ TEST(MultiProcessTest, SharedMemoryOfAKilledPeerIsNotATarget) {
   auto handle = initiator->OpenSegment(target.segment);
   ASSERT_TRUE(handle.ok());
   std::vector<char> local(4096, 1);
-  ASSERT_TRUE(initiator->TransferSync({Write(local.data(), *handle, target.addr, 4096)}).ok());
+  ASSERT_TRUE(
+      initiator->TransferSync({Request(OpCode::kWrite, local.data(), *handle, target.addr, 4096)})
+          .ok());
   ASSERT_GT(initiator->Stats().shm_bytes, 0u) << "the mapping was not established";
   target.process->Signal(SIGKILL);
   ASSERT_TRUE(target.process->Wait(std::chrono::seconds(5)).ok());
   // The mapping still exists in this process, but the owner is gone: the request must fail
   // rather than report a write nobody will ever read.
-  EXPECT_FALSE(initiator->TransferSync({Write(local.data(), *handle, target.addr, 4096)}).ok());
+  EXPECT_FALSE(
+      initiator->TransferSync({Request(OpCode::kWrite, local.data(), *handle, target.addr, 4096)})
+          .ok());
 }
 
 TEST(MultiProcessTest, EtcdMetadataBackendWithRealEtcd) {
@@ -207,9 +204,12 @@ TEST(MultiProcessTest, EtcdMetadataBackendWithRealEtcd) {
   ASSERT_TRUE(handle.ok()) << handle.status();
   std::vector<char> out(1 << 20), in(1 << 20);
   FillPattern(out.data(), out.size(), 5);
-  ASSERT_TRUE(initiator->TransferSync({Write(out.data(), *handle, target.addr, out.size())}).ok());
   ASSERT_TRUE(
-      initiator->TransferSync({Write(in.data(), *handle, target.addr, in.size(), OpCode::kRead)})
+      initiator
+          ->TransferSync({Request(OpCode::kWrite, out.data(), *handle, target.addr, out.size())})
+          .ok());
+  ASSERT_TRUE(
+      initiator->TransferSync({Request(OpCode::kRead, in.data(), *handle, target.addr, in.size())})
           .ok());
   EXPECT_TRUE(MatchesPattern(in.data(), in.size(), 5));
   EXPECT_EQ(initiator->OpenSegment("127.0.0.1:9").status().code(), absl::StatusCode::kNotFound);

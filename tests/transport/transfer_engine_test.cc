@@ -20,6 +20,7 @@ namespace {
 using testing::FillPattern;
 using testing::MakeEngine;
 using testing::MatchesPattern;
+using testing::Request;
 
 enum class Path { kTcp, kShm };
 
@@ -49,16 +50,6 @@ class EnginePair {
   char* remote = nullptr;
   SegmentHandle handle = -1;
 };
-
-TransferRequest Request(OpCode op, void* local, SegmentHandle target, uint64_t addr, size_t len) {
-  TransferRequest r;
-  r.opcode = op;
-  r.source = local;
-  r.target_id = target;
-  r.target_offset = addr;
-  r.length = len;
-  return r;
-}
 
 class RoundTripTest : public ::testing::TestWithParam<Path> {};
 
