@@ -21,7 +21,6 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "bench_buffer.h"
 #include "bench_flags.h"
 #include "latency_stats.h"
@@ -29,6 +28,7 @@
 #include "subcommands.h"
 #include "transfer_verify.h"
 #include "yuebing/common/config.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 #include "yuebing/transport/transfer_engine.h"
 
@@ -152,12 +152,12 @@ struct RunState {
   uint64_t slice = 0;     // bytes per thread, a multiple of block
   uint64_t end_ns = 0;    // timed phase end, set before the start barrier opens
 
-  absl::Mutex mu;
+  yuebing::Mutex mu;
   absl::Status error ABSL_GUARDED_BY(mu);
   std::atomic<bool> failed{false};
 
   void Fail(absl::Status status) {
-    absl::MutexLock lock(&mu);
+    yuebing::MutexLock lock(&mu);
     if (error.ok()) error = std::move(status);
     failed.store(true);
   }
@@ -298,7 +298,7 @@ absl::Status RunInitiator(const Params& p) {
     }
   }
   {
-    absl::MutexLock lock(&s.mu);
+    yuebing::MutexLock lock(&s.mu);
     if (!s.error.ok()) {
       local.Leak();  // a timed-out request may still reference it
       return s.error;

@@ -23,9 +23,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "binding_util.h"
 #include "yuebing/common/logging.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 #include "yuebing/transport/transfer_engine.h"
 
@@ -82,7 +82,7 @@ class PyTransferEngine {
   ~PyTransferEngine() {
     std::shared_ptr<TransferEngine> engine;
     {
-      absl::MutexLock lock(&mu_);
+      yuebing::MutexLock lock(&mu_);
       engine = std::move(engine_);
     }
     if (engine != nullptr) {
@@ -106,7 +106,7 @@ class PyTransferEngine {
     if (options.protocol.empty()) options.protocol = "tcp";
     options.enable_shm = ShmEnabledByEnv();
     py::gil_scoped_release release;
-    absl::MutexLock lifecycle(&lifecycle_mu_);
+    yuebing::MutexLock lifecycle(&lifecycle_mu_);
     if (Acquire() != nullptr) {
       YB_LOG_ERROR("yuebing: TransferEngine.initialize() called twice");
       return -1;
@@ -116,7 +116,7 @@ class PyTransferEngine {
       YB_LOG_ERROR("yuebing: TransferEngine.initialize failed: {}", engine.status().ToString());
       return -1;
     }
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     engine_ = std::shared_ptr<TransferEngine>(std::move(engine).value());
     return 0;
   }
@@ -282,7 +282,7 @@ class PyTransferEngine {
 
  private:
   std::shared_ptr<TransferEngine> Acquire() {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     return engine_;
   }
 
@@ -350,8 +350,8 @@ class PyTransferEngine {
     }
   }
 
-  absl::Mutex lifecycle_mu_;  // serializes initialize(); never taken with the GIL held
-  absl::Mutex mu_;
+  yuebing::Mutex lifecycle_mu_;  // serializes initialize(); never taken with the GIL held
+  yuebing::Mutex mu_;
   std::shared_ptr<TransferEngine> engine_ ABSL_GUARDED_BY(mu_);
 };
 

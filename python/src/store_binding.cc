@@ -26,10 +26,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "binding_util.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/logging.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 #include "yuebing/master/types.h"
 #include "yuebing/store/client.h"
@@ -252,7 +252,7 @@ class DistributedStore {
   ~DistributedStore() {
     std::shared_ptr<Client> client;
     {
-      absl::MutexLock lock(&mu_);
+      yuebing::MutexLock lock(&mu_);
       client = std::move(client_);
     }
     if (client != nullptr) {
@@ -270,7 +270,7 @@ class DistributedStore {
       return Code(config.status());
     }
     py::gil_scoped_release release;
-    absl::MutexLock lifecycle(&lifecycle_mu_);
+    yuebing::MutexLock lifecycle(&lifecycle_mu_);
     if (Acquire() != nullptr) {
       YB_LOG_ERROR("yuebing: setup() called on a store that is already set up; close() it first");
       return kInvalidParams;
@@ -280,7 +280,7 @@ class DistributedStore {
       YB_LOG_ERROR("yuebing: setup failed: {}", client.status().ToString());
       return Code(client.status());
     }
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     client_ = std::shared_ptr<Client>(std::move(client).value());
     return 0;
   }
@@ -296,10 +296,10 @@ class DistributedStore {
 
   int Close() {
     py::gil_scoped_release release;
-    absl::MutexLock lifecycle(&lifecycle_mu_);
+    yuebing::MutexLock lifecycle(&lifecycle_mu_);
     std::shared_ptr<Client> client;
     {
-      absl::MutexLock lock(&mu_);
+      yuebing::MutexLock lock(&mu_);
       client = std::move(client_);
     }
     client.reset();  // last reference: unmounts the segment and stops the engine
@@ -615,7 +615,7 @@ class DistributedStore {
 
  private:
   std::shared_ptr<Client> Acquire() {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     return client_;
   }
 
@@ -672,8 +672,8 @@ class DistributedStore {
     return out;
   }
 
-  absl::Mutex lifecycle_mu_;  // serializes setup() and close(); never taken with the GIL held
-  absl::Mutex mu_;            // guards client_; held only for pointer copies
+  yuebing::Mutex lifecycle_mu_;  // serializes setup() and close(); never taken with the GIL held
+  yuebing::Mutex mu_;            // guards client_; held only for pointer copies
   std::shared_ptr<Client> client_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -682,7 +682,7 @@ class DistributedStore {
 class HostMemAllocator {
  public:
   ~HostMemAllocator() {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     for (auto& [addr, length] : regions_) munmap(reinterpret_cast<void*>(addr), length);
   }
 
@@ -691,7 +691,7 @@ class HostMemAllocator {
     if (size == 0) return 0;
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return 0;
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     regions_[reinterpret_cast<uintptr_t>(p)] = size;
     return reinterpret_cast<uintptr_t>(p);
   }
@@ -700,7 +700,7 @@ class HostMemAllocator {
   int Free(uintptr_t addr) {
     uint64_t length = 0;
     {
-      absl::MutexLock lock(&mu_);
+      yuebing::MutexLock lock(&mu_);
       auto it = regions_.find(addr);
       if (it == regions_.end()) return -1;
       length = it->second;
@@ -711,7 +711,7 @@ class HostMemAllocator {
   }
 
  private:
-  absl::Mutex mu_;
+  yuebing::Mutex mu_;
   absl::flat_hash_map<uintptr_t, uint64_t> regions_ ABSL_GUARDED_BY(mu_);
 };
 

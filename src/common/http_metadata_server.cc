@@ -10,10 +10,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/http_bind.h"
 #include "common/http_metadata_server_internal.h"
 #include "yuebing/common/logging.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 
 namespace yuebing {
@@ -46,7 +46,7 @@ class HttpMetadataServerImpl final : public HttpMetadataServer {
   uint16_t port() const override { return port_; }
 
   size_t KeyCount() const override {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     return map_.size();
   }
 
@@ -64,7 +64,7 @@ class HttpMetadataServerImpl final : public HttpMetadataServer {
   std::atomic<bool> listen_returned_{false};
   uint16_t port_ = 0;
 
-  mutable absl::Mutex mu_;
+  mutable yuebing::Mutex mu_;
   absl::flat_hash_map<std::string, std::string> map_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -96,7 +96,7 @@ void HttpMetadataServerImpl::HandleGet(const httplib::Request& req, httplib::Res
   if (!KeyOf(req, res, &key)) return;
   std::string value;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     auto it = map_.find(key);
     if (it == map_.end()) {
       Reply(res, kNotFound, "metadata not found\n");
@@ -117,7 +117,7 @@ void HttpMetadataServerImpl::HandlePut(const httplib::Request& req, httplib::Res
     return;
   }
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     auto it = map_.find(key);
     if (it != map_.end()) {
       it->second = req.body;
@@ -136,7 +136,7 @@ void HttpMetadataServerImpl::HandleDelete(const httplib::Request& req, httplib::
   if (!KeyOf(req, res, &key)) return;
   bool erased = false;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     erased = map_.erase(key) > 0;
   }
   if (erased) {

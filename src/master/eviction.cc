@@ -52,7 +52,7 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
   uint64_t seen_bytes = 0;
   for (const std::unique_ptr<Shard>& shard : shards_) {
     Shard& s = *shard;
-    absl::ReaderMutexLock lock(&s.mu);
+    yuebing::ReaderMutexLock lock(&s.mu);
     for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
       const ObjectEntry& entry = s.table.at(i);
       if (!Evictable(entry, now) || SoftPinned(entry, now) != soft_pinned) continue;
@@ -88,7 +88,7 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
   }
   for (const std::unique_ptr<Shard>& shard : shards_) {
     Shard& s = *shard;
-    absl::MutexLock lock(&s.mu);
+    yuebing::MutexLock lock(&s.mu);
     for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
       const ObjectEntry& entry = s.table.at(i);
       if (!Evictable(entry, now) || SoftPinned(entry, now) != soft_pinned ||
@@ -136,7 +136,7 @@ uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now) {
 
 void MasterService::Impl::EvictForSpace(uint64_t bytes_target, int64_t now) {
   const uint64_t passes_before = eviction_passes_.load();
-  absl::MutexLock lock(&eviction_mu_);
+  yuebing::MutexLock lock(&eviction_mu_);
   if (eviction_passes_.load() != passes_before) return;  // one just ran: retry with its result
   RunEviction(bytes_target, now);
 }
@@ -157,7 +157,7 @@ void MasterService::Impl::EvictAboveWatermark(int64_t now) {
 void MasterService::Impl::ReleaseZombiePuts(int64_t now) {
   for (const std::unique_ptr<Shard>& shard : shards_) {
     Shard& s = *shard;
-    absl::MutexLock lock(&s.mu);
+    yuebing::MutexLock lock(&s.mu);
     std::vector<uint32_t> stale;
     for (uint32_t i : s.in_progress) {
       if (s.table.at(i).time_ns + release_timeout_ns_ <= now) stale.push_back(i);

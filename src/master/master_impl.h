@@ -32,10 +32,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "master/object_index.h"
 #include "master/segment_allocator.h"
 #include "yuebing/common/clock.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/master/master_service.h"
 
 namespace yuebing::master {
@@ -68,7 +68,7 @@ struct PendingPut {
 };
 
 struct Shard {
-  absl::Mutex mu;
+  yuebing::Mutex mu;
   ObjectTable table ABSL_GUARDED_BY(mu);
   // Replicas after the first, for objects with more than one.
   absl::flat_hash_map<uint32_t, std::vector<ReplicaRef>> extra ABSL_GUARDED_BY(mu);
@@ -89,7 +89,7 @@ struct SegmentState {
   const ClientInfo* owner = nullptr;  // valid while mounted (clients outlive their segments)
   uint64_t epoch = 0;
   bool dying = false;  // being unmounted: frees are dropped
-  absl::Mutex mu;
+  yuebing::Mutex mu;
   SegmentAllocator alloc ABSL_GUARDED_BY(mu);
   const uint64_t capacity;              // usable bytes, fixed
   std::atomic<uint64_t> free_bytes{0};  // mirror of alloc.free_bytes() for placement order
@@ -216,7 +216,7 @@ class MasterService::Impl {
   const int64_t discard_timeout_ns_;
   const int64_t release_timeout_ns_;
 
-  mutable absl::Mutex topo_mu_;
+  mutable yuebing::Mutex topo_mu_;
   std::vector<std::unique_ptr<SegmentState>> segments_ ABSL_GUARDED_BY(topo_mu_);
   absl::flat_hash_map<std::string, uint32_t> segment_by_name_ ABSL_GUARDED_BY(topo_mu_);
   absl::node_hash_map<ClientId, ClientInfo> clients_ ABSL_GUARDED_BY(topo_mu_);
@@ -225,12 +225,12 @@ class MasterService::Impl {
 
   std::vector<std::unique_ptr<Shard>> shards_;  // fixed after construction
 
-  absl::Mutex eviction_mu_ ABSL_ACQUIRED_AFTER(topo_mu_);
+  yuebing::Mutex eviction_mu_ ABSL_ACQUIRED_AFTER(topo_mu_);
   bool had_futile_eviction_ ABSL_GUARDED_BY(eviction_mu_) = false;
   int64_t last_futile_eviction_ns_ ABSL_GUARDED_BY(eviction_mu_) = 0;
   uint64_t sample_seed_ ABSL_GUARDED_BY(eviction_mu_) = 0x9e3779b97f4a7c15ull;
 
-  absl::Mutex retired_mu_;
+  yuebing::Mutex retired_mu_;
   std::vector<RetiredRange> retired_ ABSL_GUARDED_BY(retired_mu_);  // min-heap on free_at_ns
 
   std::atomic<uint64_t> access_seq_{0};

@@ -93,14 +93,14 @@ absl::StatusOr<uint64_t> MasterService::Impl::TouchClient(const ClientId& client
   }
   const int64_t now = NowNs();
   {
-    absl::ReaderMutexLock topo(&topo_mu_);
+    yuebing::ReaderMutexLock topo(&topo_mu_);
     auto it = clients_.find(client);
     if (it != clients_.end()) {
       it->second.last_ping_ns.store(now);
       return it->second.serial;
     }
   }
-  absl::MutexLock topo(&topo_mu_);
+  yuebing::MutexLock topo(&topo_mu_);
   auto it = clients_.find(client);
   if (it == clients_.end()) {
     if (clients_.size() >= kMaxClients) {
@@ -253,12 +253,12 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(const ClientI
   Shard& s = ShardFor(key);
   absl::StatusOr<std::vector<Replica>> result =
       MakeError(ErrorCode::kNoAvailableHandle, "no segment has room for the object");
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   // Two attempts: the second after an eviction pass.
   for (int attempt = 0; attempt < 2; ++attempt) {
     const int64_t now = NowNs();
     {
-      absl::MutexLock lock(&s.mu);
+      yuebing::MutexLock lock(&s.mu);
       YB_ASSIGN_OR_RETURN(const uint32_t existing, PrepareKey(s, key, upsert, now));
       std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config.preferred_segment, now);
       if (!refs.empty()) {
@@ -286,11 +286,11 @@ void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksu
 absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::string& key,
                                          uint64_t checksum) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   const uint64_t serial = SerialOf(client);
   const int64_t now = NowNs();
   Shard& s = ShardFor(key);
-  absl::MutexLock lock(&s.mu);
+  yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
   if (index == kNone) return MakeError(ErrorCode::kObjectNotFound, "no put of this key");
   ObjectEntry& entry = s.table.at(index);
@@ -325,11 +325,11 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
 
 absl::Status MasterService::Impl::PutRevoke(const ClientId& client, const std::string& key) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   const uint64_t serial = SerialOf(client);
   const int64_t now = NowNs();
   Shard& s = ShardFor(key);
-  absl::MutexLock lock(&s.mu);
+  yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
   if (index == kNone) return MakeError(ErrorCode::kObjectNotFound, "no put of this key");
   ObjectEntry& entry = s.table.at(index);
@@ -355,10 +355,10 @@ absl::Status MasterService::Impl::PutRevoke(const ClientId& client, const std::s
 
 absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::string& key) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   const int64_t now = NowNs();
   Shard& s = ShardFor(key);
-  absl::MutexLock lock(&s.mu);
+  yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
@@ -380,7 +380,7 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
 bool MasterService::Impl::Exist(const std::string& key) {
   if (!ValidateKey(key).ok()) return false;
   Shard& s = ShardFor(key);
-  absl::ReaderMutexLock lock(&s.mu);
+  yuebing::ReaderMutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
   return index != kNone && (s.table.at(index).flags & kEntryComplete);
 }
@@ -388,7 +388,7 @@ bool MasterService::Impl::Exist(const std::string& key) {
 absl::StatusOr<uint64_t> MasterService::Impl::GetSize(const std::string& key) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
   Shard& s = ShardFor(key);
-  absl::ReaderMutexLock lock(&s.mu);
+  yuebing::ReaderMutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
@@ -400,10 +400,10 @@ absl::StatusOr<uint64_t> MasterService::Impl::GetSize(const std::string& key) {
 
 absl::Status MasterService::Impl::Remove(const std::string& key, bool force) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   const int64_t now = NowNs();
   Shard& s = ShardFor(key);
-  absl::MutexLock lock(&s.mu);
+  yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
@@ -417,12 +417,12 @@ absl::Status MasterService::Impl::Remove(const std::string& key, bool force) {
 
 template <typename Match>
 uint64_t MasterService::Impl::RemoveMatching(bool force, Match&& match) {
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   const int64_t now = NowNs();
   uint64_t removed = 0;
   for (const std::unique_ptr<Shard>& shard : shards_) {
     Shard& s = *shard;
-    absl::MutexLock lock(&s.mu);
+    yuebing::MutexLock lock(&s.mu);
     for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
       const ObjectEntry& entry = s.table.at(i);
       if (!(entry.flags & kEntryComplete)) continue;  // unused or unfinished
@@ -473,14 +473,14 @@ uint64_t MasterService::Impl::RemoveAll(bool force) {
 void MasterService::Impl::Tick() {
   const int64_t now = NowNs();
   ExpireClients(now);
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   ReleaseZombiePuts(now);
   FreeRetired(now);
   EvictAboveWatermark(now);
 }
 
 void MasterService::Impl::MaybeEvictAboveWatermark() {
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   EvictAboveWatermark(NowNs());
 }
 

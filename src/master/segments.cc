@@ -35,7 +35,7 @@ absl::StatusOr<uint64_t> MasterService::Impl::MountSegment(const ClientId& clien
     return MakeError(ErrorCode::kInvalidParams, "segment smaller than the allocation alignment");
   }
   const int64_t now = NowNs();
-  absl::MutexLock topo(&topo_mu_);
+  yuebing::MutexLock topo(&topo_mu_);
   auto client_it = clients_.find(client);
   if (client_it == clients_.end()) {
     if (clients_.size() >= kMaxClients) {
@@ -83,7 +83,7 @@ absl::StatusOr<uint64_t> MasterService::Impl::MountSegment(const ClientId& clien
 
 absl::Status MasterService::Impl::UnmountSegment(const ClientId& client, const std::string& name) {
   const int64_t now = NowNs();
-  absl::MutexLock topo(&topo_mu_);
+  yuebing::MutexLock topo(&topo_mu_);
   auto named = segment_by_name_.find(name);
   if (named == segment_by_name_.end()) {
     return MakeError(ErrorCode::kSegmentNotFound, "no such segment");
@@ -99,7 +99,7 @@ ClientState MasterService::Impl::Ping(const ClientId& client) {
   if (client.empty() || client.size() > kMaxClientIdBytes) return ClientState::kNeedRemount;
   const int64_t now = NowNs();
   {
-    absl::ReaderMutexLock topo(&topo_mu_);
+    yuebing::ReaderMutexLock topo(&topo_mu_);
     auto it = clients_.find(client);
     if (it != clients_.end()) {
       it->second.last_ping_ns.store(now);
@@ -107,7 +107,7 @@ ClientState MasterService::Impl::Ping(const ClientId& client) {
     }
   }
   // Unknown (new, or expired and dropped): remember it, and ask it to mount its segments again.
-  absl::MutexLock topo(&topo_mu_);
+  yuebing::MutexLock topo(&topo_mu_);
   auto it = clients_.find(client);
   if (it != clients_.end()) {
     it->second.last_ping_ns.store(now);
@@ -126,13 +126,13 @@ void MasterService::Impl::ExpireClients(int64_t now) {
     return info.last_ping_ns.load() + client_ttl_ns_ < now;
   };
   {
-    absl::ReaderMutexLock topo(&topo_mu_);
+    yuebing::ReaderMutexLock topo(&topo_mu_);
     if (std::none_of(clients_.begin(), clients_.end(),
                      [&](const auto& entry) { return expired(entry.second); })) {
       return;
     }
   }
-  absl::MutexLock topo(&topo_mu_);
+  yuebing::MutexLock topo(&topo_mu_);
   std::vector<ClientId> ids;
   for (const auto& [id, info] : clients_) {
     if (expired(info)) ids.push_back(id);
@@ -191,7 +191,7 @@ void MasterService::Impl::UnmountLocked(const std::vector<uint32_t>& slots,
   for (uint32_t slot : slots) segments_[slot]->dying = true;
   for (const std::unique_ptr<Shard>& shard : shards_) {
     Shard& s = *shard;
-    absl::MutexLock lock(&s.mu);
+    yuebing::MutexLock lock(&s.mu);
     if (!slots.empty()) {
       for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
         if (s.table.at(i).flags & kEntryUsed) DropSegmentReplicas(s, i, now);
@@ -210,7 +210,7 @@ void MasterService::Impl::UnmountLocked(const std::vector<uint32_t>& slots,
     for (uint32_t i : puts) CancelPending(s, i, now, Unfinished::kHoldUntilRelease);
   }
   {
-    absl::MutexLock lock(&retired_mu_);
+    yuebing::MutexLock lock(&retired_mu_);
     auto gone = [&](const RetiredRange& r) { return segments_[r.segment]->dying; };
     retired_.erase(std::remove_if(retired_.begin(), retired_.end(), gone), retired_.end());
     std::make_heap(retired_.begin(), retired_.end(), HeapLater);
@@ -218,7 +218,7 @@ void MasterService::Impl::UnmountLocked(const std::vector<uint32_t>& slots,
   for (uint32_t slot : slots) {
     SegmentState& seg = *segments_[slot];
     {
-      absl::MutexLock lock(&seg.mu);
+      yuebing::MutexLock lock(&seg.mu);
       used_bytes_.fetch_sub(seg.alloc.used_bytes());
       capacity_bytes_.fetch_sub(seg.capacity);
     }
@@ -261,7 +261,7 @@ std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, u
   for (const auto& [free, slot] : order) {
     if (refs.size() >= want) break;
     SegmentState& seg = *segments_[slot];
-    absl::MutexLock lock(&seg.mu);
+    yuebing::MutexLock lock(&seg.mu);
     const std::optional<uint64_t> offset = seg.alloc.Allocate(length);
     if (!offset.has_value()) continue;
     seg.free_bytes.store(seg.alloc.free_bytes());
@@ -274,7 +274,7 @@ std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, u
 void MasterService::Impl::FreeRange(uint32_t segment, uint64_t offset, uint64_t length) {
   SegmentState* seg = segment < segments_.size() ? segments_[segment].get() : nullptr;
   if (seg == nullptr || seg->dying) return;
-  absl::MutexLock lock(&seg->mu);
+  yuebing::MutexLock lock(&seg->mu);
   if (!seg->alloc.Free(offset, length)) {
     YB_LOG_ERROR("bug: bad free of [{}, +{}) in segment {}", offset, length, seg->segment.name);
     return;
@@ -290,7 +290,7 @@ void MasterService::Impl::Retire(const ReplicaRef& ref, uint64_t length, int64_t
     return;
   }
   if (segments_[ref.segment]->dying) return;
-  absl::MutexLock lock(&retired_mu_);
+  yuebing::MutexLock lock(&retired_mu_);
   retired_.push_back(RetiredRange{free_at_ns, ref.segment, ref.offset, length});
   std::push_heap(retired_.begin(), retired_.end(), HeapLater);
 }
@@ -298,7 +298,7 @@ void MasterService::Impl::Retire(const ReplicaRef& ref, uint64_t length, int64_t
 void MasterService::Impl::FreeRetired(int64_t now) {
   std::vector<RetiredRange> due;
   {
-    absl::MutexLock lock(&retired_mu_);
+    yuebing::MutexLock lock(&retired_mu_);
     while (!retired_.empty() && retired_.front().free_at_ns <= now) {
       std::pop_heap(retired_.begin(), retired_.end(), HeapLater);
       due.push_back(retired_.back());
@@ -310,7 +310,7 @@ void MasterService::Impl::FreeRetired(int64_t now) {
 
 MasterStats MasterService::Impl::Stats() {
   MasterStats stats;
-  absl::ReaderMutexLock topo(&topo_mu_);
+  yuebing::ReaderMutexLock topo(&topo_mu_);
   stats.objects = objects_.load();
   stats.used_bytes = used_bytes_.load();
   stats.capacity_bytes = capacity_bytes_.load();
@@ -324,7 +324,7 @@ MasterStats MasterService::Impl::Stats() {
     usage.client_id = seg->client_id;
     usage.epoch = seg->epoch;
     {
-      absl::MutexLock lock(&seg->mu);
+      yuebing::MutexLock lock(&seg->mu);
       usage.used_bytes = seg->alloc.used_bytes();
     }
     stats.segments.push_back(std::move(usage));

@@ -11,12 +11,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "store/master_client.h"
 #include "transport/socket_util.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/logging.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 
 namespace yuebing::store {
@@ -187,10 +187,10 @@ class ClientImpl final : public Client {
     uint64_t epoch = 0;
     SegmentHandle handle = -1;
   };
-  absl::Mutex segments_mu_;
+  yuebing::Mutex segments_mu_;
   absl::flat_hash_map<std::string, OpenedSegment> segments_ ABSL_GUARDED_BY(segments_mu_);
 
-  absl::Mutex ping_mu_;
+  yuebing::Mutex ping_mu_;
   bool stopping_ ABSL_GUARDED_BY(ping_mu_) = false;
   std::thread ping_thread_;
 
@@ -239,7 +239,7 @@ absl::Status ClientImpl::Init() {
 
 ClientImpl::~ClientImpl() {
   {
-    absl::MutexLock lock(&ping_mu_);
+    yuebing::MutexLock lock(&ping_mu_);
     stopping_ = true;
   }
   if (ping_thread_.joinable()) ping_thread_.join();
@@ -260,9 +260,10 @@ absl::Status ClientImpl::MountGlobalSegment() {
 }
 
 void ClientImpl::PingLoop() {
-  absl::MutexLock lock(&ping_mu_);
+  yuebing::MutexLock lock(&ping_mu_);
   while (!stopping_) {
-    ping_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(config_.ping_interval));
+    ping_mu_.AwaitWithTimeout(yuebing::Condition(&stopping_),
+                              absl::FromChrono(config_.ping_interval));
     if (stopping_) break;
     ping_mu_.Unlock();
     absl::StatusOr<master::ClientState> state = master_->Ping(id_);
@@ -277,7 +278,7 @@ void ClientImpl::PingLoop() {
 }
 
 absl::StatusOr<SegmentHandle> ClientImpl::HandleFor(const Replica& replica) {
-  absl::MutexLock lock(&segments_mu_);
+  yuebing::MutexLock lock(&segments_mu_);
   OpenedSegment& opened = segments_[replica.segment_name];
   if (opened.handle >= 0 && opened.epoch == replica.epoch) return opened.handle;
   if (opened.handle >= 0 && replica.epoch < opened.epoch) {

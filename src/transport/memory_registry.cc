@@ -10,7 +10,7 @@ absl::Status MemoryRegistry::Add(const RegisteredBuffer& buffer) {
   if (buffer.addr + buffer.length < buffer.addr) {
     return absl::InvalidArgumentError("buffer wraps around the address space");
   }
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   auto next = buffers_.lower_bound(buffer.addr);
   if (next != buffers_.end() && next->first < buffer.addr + buffer.length) {
     return absl::AlreadyExistsError(absl::StrCat("buffer 0x", absl::Hex(buffer.addr), "+",
@@ -30,14 +30,14 @@ absl::Status MemoryRegistry::Add(const RegisteredBuffer& buffer) {
 }
 
 absl::StatusOr<RegisteredBuffer> MemoryRegistry::Remove(uint64_t addr) {
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   auto it = buffers_.find(addr);
   if (it == buffers_.end() || it->second.removing) {
     return absl::NotFoundError(absl::StrCat("no buffer registered at 0x", absl::Hex(addr)));
   }
   it->second.removing = true;
   Entry* entry = &it->second;
-  mu_.Await(absl::Condition(
+  mu_.Await(yuebing::Condition(
       +[](Entry* e) { return e->pins == 0; }, entry));
   RegisteredBuffer buffer = entry->buffer;
   buffers_.erase(addr);
@@ -45,7 +45,7 @@ absl::StatusOr<RegisteredBuffer> MemoryRegistry::Remove(uint64_t addr) {
 }
 
 absl::StatusOr<MemoryRegistry::Pin> MemoryRegistry::Acquire(uint64_t addr, uint64_t length) {
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   auto it = buffers_.upper_bound(addr);
   if (it != buffers_.begin() && length > 0) {
     --it;
@@ -61,13 +61,13 @@ absl::StatusOr<MemoryRegistry::Pin> MemoryRegistry::Acquire(uint64_t addr, uint6
 }
 
 void MemoryRegistry::Release(uint64_t key) {
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   auto it = buffers_.find(key);
   if (it != buffers_.end()) --it->second.pins;
 }
 
 std::vector<RegisteredBuffer> MemoryRegistry::Snapshot() const {
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   std::vector<RegisteredBuffer> out;
   out.reserve(buffers_.size());
   for (const auto& [addr, entry] : buffers_) {

@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "yuebing/common/mutex.h"
 
 namespace yuebing::transport {
 
@@ -68,7 +68,7 @@ class MemoryRegistry {
   };
   void Release(uint64_t key);
 
-  mutable absl::Mutex mu_;
+  mutable yuebing::Mutex mu_;
   std::map<uint64_t, Entry> buffers_ ABSL_GUARDED_BY(mu_);  // by start address
 };
 

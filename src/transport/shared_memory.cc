@@ -70,7 +70,7 @@ ShmTarget ShmPeerMappings::Translate(const SegmentDescriptor& descriptor, uint64
   if (descriptor.host_id != LocalHostId()) return {};
   const BufferDescriptor* buffer = descriptor.FindBuffer(addr, length);
   if (buffer == nullptr || buffer->shm_fd < 0) return {};
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   auto it = mappings_.find(buffer->addr);
   if (it == mappings_.end() || it->second.length != buffer->length ||
       it->second.shm_id != buffer->shm_id) {
@@ -96,7 +96,7 @@ ShmTarget ShmPeerMappings::Translate(const SegmentDescriptor& descriptor, uint64
 }
 
 void ShmPeerMappings::Retain(const SegmentDescriptor& descriptor) {
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   for (auto it = mappings_.begin(); it != mappings_.end();) {
     const BufferDescriptor* buffer = descriptor.FindBuffer(it->first, it->second.length);
     if (buffer == nullptr || buffer->addr != it->first || buffer->shm_id != it->second.shm_id) {

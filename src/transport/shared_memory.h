@@ -12,8 +12,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "transport/segment_descriptor.h"
+#include "yuebing/common/mutex.h"
 
 namespace yuebing::transport {
 
@@ -78,7 +78,7 @@ class ShmPeerMappings {
     uint64_t shm_id = 0;
     std::shared_ptr<const MappedRegion> region;  // null: mapping failed, do not retry
   };
-  absl::Mutex mu_;
+  yuebing::Mutex mu_;
   std::map<uint64_t, Mapping> mappings_ ABSL_GUARDED_BY(mu_);  // by remote buffer address
 };
 

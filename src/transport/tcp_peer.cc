@@ -27,10 +27,10 @@ class TcpPeer::Connection {
   std::thread sender;
   std::thread receiver;
 
-  absl::Mutex send_mu;  // held while one frame is written; orders fifo pushes with the stream
+  yuebing::Mutex send_mu;  // held while one frame is written; orders fifo pushes with the stream
   uint64_t next_request_id ABSL_GUARDED_BY(send_mu) = 1;
 
-  absl::Mutex fifo_mu;
+  yuebing::Mutex fifo_mu;
   std::deque<TcpSlice> fifo ABSL_GUARDED_BY(fifo_mu);  // sent, reply not yet read
 };
 
@@ -74,7 +74,7 @@ TcpPeer::TcpPeer(TcpPeerOptions options) : options_(std::move(options)) {}
 TcpPeer::~TcpPeer() { Shutdown(); }
 
 bool TcpPeer::stale() const {
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   return stale_;
 }
 
@@ -83,7 +83,7 @@ absl::Status TcpPeer::Submit(std::vector<TcpSlice> slices) {
       TrySendInline(slices[0])) {
     return absl::OkStatus();
   }
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   if (stopping_) return absl::FailedPreconditionError("transfer engine is shutting down");
   if (queue_.size() + slices.size() > options_.max_queued_slices) {
     return absl::ResourceExhaustedError(absl::StrCat("too many queued slices for ",
@@ -99,7 +99,7 @@ absl::Status TcpPeer::Submit(std::vector<TcpSlice> slices) {
 bool TcpPeer::TrySendInline(TcpSlice& slice) {
   std::shared_ptr<Connection> conn;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     if (stopping_ || !queue_.empty()) return false;
     if (inflight_bytes_ > 0 && inflight_bytes_ + slice.length > options_.max_inflight_bytes) {
       return false;
@@ -125,7 +125,7 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
 absl::Status TcpPeer::SendSlice(Connection* conn, TcpSlice& slice) {
   slice.request_id = conn->next_request_id++;
   {
-    absl::MutexLock lock(&conn->fifo_mu);
+    yuebing::MutexLock lock(&conn->fifo_mu);
     conn->fifo.push_back(slice);
   }
   FrameHeader header;
@@ -142,7 +142,7 @@ absl::Status TcpPeer::SendSlice(Connection* conn, TcpSlice& slice) {
 void TcpPeer::Abort(Connection* conn, const absl::Status& reason) {
   int fd = -1;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     if (!conn->broken.exchange(true)) {
       YB_LOG_DEBUG("connection to {} aborted: {}", options_.segment_name, reason.ToString());
     }
@@ -166,7 +166,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
     if (!status.ok()) CloseFd(*fd);
   }
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     --connecting_;
     if (status.ok() && stopping_) {
       CloseFd(*fd);
@@ -196,12 +196,12 @@ void TcpPeer::SenderLoop(Connection* conn) {
   while (true) {
     TcpSlice slice;
     {
-      absl::MutexLock lock(&mu_);
+      yuebing::MutexLock lock(&mu_);
       struct Args {
         TcpPeer* peer;
         Connection* conn;
       } args{this, conn};
-      mu_.Await(absl::Condition(
+      mu_.Await(yuebing::Condition(
           +[](Args* a)
                ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->peer->SenderMayProceed(a->conn); },
           &args));
@@ -213,7 +213,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
     absl::Status send_status;
     bool requeue = false;
     {
-      absl::MutexLock send_lock(&conn->send_mu);
+      yuebing::MutexLock send_lock(&conn->send_mu);
       if (conn->broken) {
         requeue = true;
       } else {
@@ -221,7 +221,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
       }
     }
     if (requeue) {
-      absl::MutexLock lock(&mu_);
+      yuebing::MutexLock lock(&mu_);
       inflight_bytes_ -= slice.length;
       queue_.push_front(slice);
       break;
@@ -231,7 +231,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
       break;
     }
   }
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   conn->sender_done = true;
 }
 
@@ -248,7 +248,7 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
     }
     TcpSlice slice;
     {
-      absl::MutexLock lock(&conn->fifo_mu);
+      yuebing::MutexLock lock(&conn->fifo_mu);
       if (conn->fifo.empty()) {
         reason = absl::InternalError("reply without a request");
         break;
@@ -269,11 +269,11 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
       if (!reason.ok()) break;
     }
     {
-      absl::MutexLock lock(&conn->fifo_mu);
+      yuebing::MutexLock lock(&conn->fifo_mu);
       conn->fifo.pop_front();
     }
     slice.task->FinishSlice(slice.length, ReplyToStatus(header->status, options_.segment_name));
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     inflight_bytes_ -= slice.length;
   }
   CleanUpConnection(conn, reason);
@@ -281,10 +281,10 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
 
 void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
   Abort(conn, reason);
-  { absl::MutexLock wait_for_sender(&conn->send_mu); }  // no send is in progress after this
+  { yuebing::MutexLock wait_for_sender(&conn->send_mu); }  // no send is in progress after this
   std::deque<TcpSlice> orphans;
   {
-    absl::MutexLock lock(&conn->fifo_mu);
+    yuebing::MutexLock lock(&conn->fifo_mu);
     orphans.swap(conn->fifo);
   }
   SteadyTime now = Clock::Real().Now();
@@ -298,7 +298,7 @@ void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
                : absl::UnavailableError(absl::StrCat("connection to ", options_.segment_name,
                                                      " lost: ", reason.message())));
   }
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   inflight_bytes_ -= orphan_bytes;
   conn->state = Connection::State::kDead;
   conn->receiver_done = true;
@@ -344,7 +344,7 @@ void TcpPeer::FailQueuedLocked(const absl::Status& reason) {
 void TcpPeer::ExpireDeadlines(SteadyTime now) {
   std::vector<std::shared_ptr<Connection>> overdue;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     while (!queue_.empty() && queue_.front().deadline <= now) {
       TcpSlice slice = queue_.front();
       queue_.pop_front();
@@ -354,7 +354,7 @@ void TcpPeer::ExpireDeadlines(SteadyTime now) {
     }
     for (const auto& conn : connections_) {
       if (conn->state != Connection::State::kReady || conn->broken) continue;
-      absl::MutexLock fifo_lock(&conn->fifo_mu);
+      yuebing::MutexLock fifo_lock(&conn->fifo_mu);
       if (!conn->fifo.empty() && conn->fifo.front().deadline <= now) overdue.push_back(conn);
     }
     ReapDeadConnectionsLocked();
@@ -367,7 +367,7 @@ void TcpPeer::ExpireDeadlines(SteadyTime now) {
 void TcpPeer::Shutdown() {
   std::vector<std::shared_ptr<Connection>> connections;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     stopping_ = true;
     FailQueuedLocked(absl::FailedPreconditionError("transfer engine is shutting down"));
     connections = connections_;
@@ -379,7 +379,7 @@ void TcpPeer::Shutdown() {
     if (conn->sender.joinable()) conn->sender.join();
     if (conn->receiver.joinable()) conn->receiver.join();
   }
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   for (const auto& conn : connections_) {
     CloseFd(conn->fd);
     conn->fd = -1;

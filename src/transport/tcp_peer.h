@@ -19,9 +19,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "transport/transfer_batch.h"
 #include "yuebing/common/clock.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::transport {
@@ -85,7 +85,7 @@ class TcpPeer {
   bool SenderMayProceed(Connection* conn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const TcpPeerOptions options_;
-  mutable absl::Mutex mu_;
+  mutable yuebing::Mutex mu_;
   std::deque<TcpSlice> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t inflight_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -73,7 +73,7 @@ TcpServer::~TcpServer() {
   CloseFd(listen_fd_);
   std::list<std::unique_ptr<Connection>> connections;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     for (auto& conn : connections_) shutdown(conn->fd, SHUT_RDWR);
     connections.swap(connections_);
   }
@@ -92,7 +92,7 @@ void TcpServer::Serve(std::string segment_name, uint64_t epoch,
 }
 
 size_t TcpServer::ConnectionCount() const {
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   size_t count = 0;
   for (const auto& conn : connections_) count += !conn->done;
   return count;
@@ -112,7 +112,7 @@ void TcpServer::AcceptLoop() {
       YB_LOG_ERROR("accept failed: {}", std::strerror(errno));
       break;
     }
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     ReapLocked();
     if (connections_.size() >= options_.max_connections) {
       YB_LOG_WARN("refusing connection: {} connections open (limit)", connections_.size());

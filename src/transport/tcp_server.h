@@ -18,8 +18,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "transport/memory_registry.h"
+#include "yuebing/common/mutex.h"
 
 namespace yuebing::transport {
 
@@ -69,7 +69,7 @@ class TcpServer {
   std::function<std::string()> describe_;
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
-  mutable absl::Mutex mu_;
+  mutable yuebing::Mutex mu_;
   std::list<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -16,13 +16,13 @@ void TransferTask::FinishSlice(uint64_t bytes, const absl::Status& status) {
   if (status.ok()) {
     transferred_.fetch_add(bytes, std::memory_order_relaxed);
   } else {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     if (failure_.ok()) failure_ = status;
   }
   if (slices_left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   TransferState final_state = TransferState::kCompleted;
   {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     if (!failure_.ok()) {
       final_state = failure_.code() == absl::StatusCode::kDeadlineExceeded ? TransferState::kTimeout
                                                                            : TransferState::kFailed;
@@ -37,7 +37,7 @@ TransferStatus TransferTask::Status() const {
   out.state = state_.load(std::memory_order_acquire);
   out.transferred_bytes = transferred_.load(std::memory_order_relaxed);
   if (out.state == TransferState::kFailed || out.state == TransferState::kTimeout) {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     out.reason = std::string(failure_.message());
   }
   return out;
@@ -63,7 +63,7 @@ void TransferBatch::OnTaskFinal() {
   // the batch (and its mutex) alive until the signal below is done.
   std::shared_ptr<TransferBatch> self = shared_from_this();
   if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    absl::MutexLock lock(&mu_);
+    yuebing::MutexLock lock(&mu_);
     idle_cv_.SignalAll();
   }
 }
@@ -75,7 +75,7 @@ bool TransferBatch::WaitIdle(std::chrono::nanoseconds timeout) {
     if (Idle()) return true;
   }
   absl::Time deadline = absl::Now() + absl::FromChrono(timeout);
-  absl::MutexLock lock(&mu_);
+  yuebing::MutexLock lock(&mu_);
   while (!Idle()) {
     if (idle_cv_.WaitWithDeadline(&mu_, deadline)) return Idle();
   }

@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::transport {
@@ -36,7 +36,7 @@ class TransferTask {
   std::atomic<TransferState> state_{TransferState::kWaiting};
   std::atomic<uint64_t> transferred_{0};
   std::atomic<uint32_t> slices_left_{0};
-  mutable absl::Mutex mu_;
+  mutable yuebing::Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -65,8 +65,8 @@ class TransferBatch : public std::enable_shared_from_this<TransferBatch> {
   std::unique_ptr<TransferTask[]> tasks_;
   std::atomic<size_t> size_{0};
   std::atomic<size_t> unfinished_{0};
-  absl::Mutex mu_;
-  absl::CondVar idle_cv_;
+  yuebing::Mutex mu_;
+  yuebing::CondVar idle_cv_;
 };
 
 }  // namespace yuebing::transport

@@ -106,7 +106,7 @@ uint32_t SliceCount(uint64_t length, uint64_t slice_bytes) {
 struct PeerSegment {
   SegmentHandle handle = -1;
   std::string name;
-  absl::Mutex mu;
+  yuebing::Mutex mu;
   std::shared_ptr<const SegmentDescriptor> descriptor ABSL_GUARDED_BY(mu);
   std::shared_ptr<TcpPeer> tcp ABSL_GUARDED_BY(mu);
   SteadyTime last_refresh ABSL_GUARDED_BY(mu);
@@ -153,7 +153,7 @@ class TransferEngineImpl final : public TransferEngine {
   absl::Status Refresh(PeerSegment& segment);
   std::shared_ptr<TcpPeer> MakeTcpPeer(const SegmentDescriptor& descriptor);
   static std::shared_ptr<TcpPeer> PeerOf(PeerSegment& segment) {
-    absl::MutexLock lock(&segment.mu);
+    yuebing::MutexLock lock(&segment.mu);
     return segment.tcp;
   }
   std::shared_ptr<TransferBatch> FindBatch(BatchId batch);
@@ -169,20 +169,20 @@ class TransferEngineImpl final : public TransferEngine {
   std::string tcp_host_;
   uint64_t epoch_ = 0;
 
-  absl::Mutex publish_mu_;
+  yuebing::Mutex publish_mu_;
   uint64_t descriptor_version_ ABSL_GUARDED_BY(publish_mu_) = 0;
 
-  absl::Mutex shm_mu_;
+  yuebing::Mutex shm_mu_;
   absl::flat_hash_map<uintptr_t, SharedRegion> owned_shm_ ABSL_GUARDED_BY(shm_mu_);
   uint64_t next_shm_id_ ABSL_GUARDED_BY(shm_mu_) = 1;
 
-  absl::Mutex segments_mu_;
+  yuebing::Mutex segments_mu_;
   absl::flat_hash_map<SegmentHandle, std::shared_ptr<PeerSegment>> segments_
       ABSL_GUARDED_BY(segments_mu_);
   absl::flat_hash_map<std::string, SegmentHandle> handles_by_name_ ABSL_GUARDED_BY(segments_mu_);
   SegmentHandle next_handle_ ABSL_GUARDED_BY(segments_mu_) = 1;
 
-  absl::Mutex batches_mu_;
+  yuebing::Mutex batches_mu_;
   absl::flat_hash_map<BatchId, std::shared_ptr<TransferBatch>> batches_
       ABSL_GUARDED_BY(batches_mu_);
   BatchId next_batch_ ABSL_GUARDED_BY(batches_mu_) = 1;
@@ -191,7 +191,7 @@ class TransferEngineImpl final : public TransferEngine {
   std::atomic<uint64_t> shm_bytes_{0};
   std::atomic<uint64_t> tcp_bytes_{0};
 
-  absl::Mutex watchdog_mu_;
+  yuebing::Mutex watchdog_mu_;
   bool stopping_ ABSL_GUARDED_BY(watchdog_mu_) = false;
   std::thread watchdog_;
 };
@@ -228,7 +228,7 @@ absl::Status TransferEngineImpl::Init() {
   server_->Serve(segment_name_, epoch_, [this] {
     uint64_t version;
     {
-      absl::MutexLock lock(&publish_mu_);
+      yuebing::MutexLock lock(&publish_mu_);
       version = descriptor_version_;
     }
     return DescribeLocal(version);
@@ -242,7 +242,7 @@ absl::Status TransferEngineImpl::Init() {
 
 TransferEngineImpl::~TransferEngineImpl() {
   {
-    absl::MutexLock lock(&watchdog_mu_);
+    yuebing::MutexLock lock(&watchdog_mu_);
     stopping_ = true;
   }
   if (watchdog_.joinable()) watchdog_.join();
@@ -253,14 +253,14 @@ TransferEngineImpl::~TransferEngineImpl() {
   server_.reset();
   std::vector<std::shared_ptr<PeerSegment>> segments;
   {
-    absl::MutexLock lock(&segments_mu_);
+    yuebing::MutexLock lock(&segments_mu_);
     for (auto& [handle, segment] : segments_) segments.push_back(segment);
   }
   for (auto& segment : segments) {
-    absl::MutexLock lock(&segment->mu);
+    yuebing::MutexLock lock(&segment->mu);
     if (segment->tcp) segment->tcp->Shutdown();
   }
-  absl::MutexLock lock(&shm_mu_);
+  yuebing::MutexLock lock(&shm_mu_);
   for (auto& [addr, region] : owned_shm_) FreeSharedRegion(region);
 }
 
@@ -281,7 +281,7 @@ std::string TransferEngineImpl::DescribeLocal(uint64_t version) {
 }
 
 absl::Status TransferEngineImpl::Publish() {
-  absl::MutexLock lock(&publish_mu_);  // orders publications
+  yuebing::MutexLock lock(&publish_mu_);  // orders publications
   ++descriptor_version_;
   if (metadata_ == nullptr) return absl::OkStatus();
   return metadata_->Put(SegmentMetadataKey(segment_name_), DescribeLocal(descriptor_version_));
@@ -312,7 +312,7 @@ absl::Status TransferEngineImpl::RegisterLocalMemory(void* addr, size_t length,
 
 absl::Status TransferEngineImpl::UnregisterLocalMemory(void* addr) {
   {
-    absl::MutexLock lock(&shm_mu_);
+    yuebing::MutexLock lock(&shm_mu_);
     if (owned_shm_.contains(reinterpret_cast<uintptr_t>(addr))) {
       return absl::InvalidArgumentError(
           "memory from AllocateSharedMemory is freed with "
@@ -333,13 +333,13 @@ absl::StatusOr<void*> TransferEngineImpl::AllocateSharedMemory(size_t length) {
   buffer.shm_fd = region.fd;
   buffer.engine_owned = true;
   {
-    absl::MutexLock lock(&shm_mu_);
+    yuebing::MutexLock lock(&shm_mu_);
     buffer.shm_id = next_shm_id_++;
     owned_shm_[reinterpret_cast<uintptr_t>(region.addr)] = region;
   }
   absl::Status status = Register(buffer);
   if (!status.ok()) {
-    absl::MutexLock lock(&shm_mu_);
+    yuebing::MutexLock lock(&shm_mu_);
     owned_shm_.erase(reinterpret_cast<uintptr_t>(region.addr));
     FreeSharedRegion(region);
     return status;
@@ -350,7 +350,7 @@ absl::StatusOr<void*> TransferEngineImpl::AllocateSharedMemory(size_t length) {
 absl::Status TransferEngineImpl::FreeSharedMemory(void* addr) {
   SharedRegion region;
   {
-    absl::MutexLock lock(&shm_mu_);
+    yuebing::MutexLock lock(&shm_mu_);
     auto it = owned_shm_.find(reinterpret_cast<uintptr_t>(addr));
     if (it == owned_shm_.end()) {
       return absl::NotFoundError("address was not returned by AllocateSharedMemory");
@@ -401,7 +401,7 @@ std::shared_ptr<TcpPeer> TransferEngineImpl::MakeTcpPeer(const SegmentDescriptor
 absl::StatusOr<SegmentHandle> TransferEngineImpl::OpenSegment(const std::string& segment_name) {
   if (segment_name == segment_name_) return kLocalSegmentHandle;
   {
-    absl::MutexLock lock(&segments_mu_);
+    yuebing::MutexLock lock(&segments_mu_);
     auto it = handles_by_name_.find(segment_name);
     if (it != handles_by_name_.end()) return it->second;
   }
@@ -409,12 +409,12 @@ absl::StatusOr<SegmentHandle> TransferEngineImpl::OpenSegment(const std::string&
   auto segment = std::make_shared<PeerSegment>();
   segment->name = segment_name;
   {
-    absl::MutexLock lock(&segment->mu);
+    yuebing::MutexLock lock(&segment->mu);
     segment->tcp = MakeTcpPeer(descriptor);
     segment->descriptor = std::make_shared<SegmentDescriptor>(std::move(descriptor));
     segment->last_refresh = Clock::Real().Now();
   }
-  absl::MutexLock lock(&segments_mu_);
+  yuebing::MutexLock lock(&segments_mu_);
   auto [it, inserted] = handles_by_name_.try_emplace(segment_name, next_handle_);
   if (inserted) {
     segment->handle = next_handle_++;
@@ -427,7 +427,7 @@ absl::Status TransferEngineImpl::CloseSegment(SegmentHandle handle) {
   if (handle == kLocalSegmentHandle) return absl::OkStatus();
   std::shared_ptr<PeerSegment> segment;
   {
-    absl::MutexLock lock(&segments_mu_);
+    yuebing::MutexLock lock(&segments_mu_);
     auto it = segments_.find(handle);
     if (it == segments_.end()) {
       return absl::NotFoundError(absl::StrCat("no open segment with handle ", handle));
@@ -436,13 +436,13 @@ absl::Status TransferEngineImpl::CloseSegment(SegmentHandle handle) {
     segments_.erase(it);
     handles_by_name_.erase(segment->name);
   }
-  absl::MutexLock lock(&segment->mu);
+  yuebing::MutexLock lock(&segment->mu);
   segment->tcp->Shutdown();
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<PeerSegment>> TransferEngineImpl::FindSegment(SegmentHandle handle) {
-  absl::MutexLock lock(&segments_mu_);
+  yuebing::MutexLock lock(&segments_mu_);
   auto it = segments_.find(handle);
   if (it == segments_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("no open segment with handle ", handle));
@@ -456,14 +456,14 @@ absl::StatusOr<std::shared_ptr<PeerSegment>> TransferEngineImpl::FindSegment(Seg
 // byte meant for the old process reaches the new one; CloseSegment + OpenSegment reaches the new.
 absl::Status TransferEngineImpl::Refresh(PeerSegment& segment) {
   {
-    absl::MutexLock lock(&segment.mu);
+    yuebing::MutexLock lock(&segment.mu);
     if (Clock::Real().Now() - segment.last_refresh < kMinRefreshInterval) {
       return absl::OkStatus();
     }
     segment.last_refresh = Clock::Real().Now();
   }
   YB_ASSIGN_OR_RETURN(SegmentDescriptor descriptor, FetchDescriptor(segment.name));
-  absl::MutexLock lock(&segment.mu);
+  yuebing::MutexLock lock(&segment.mu);
   if (descriptor.epoch != segment.descriptor->epoch) {
     segment.restarted = true;
     return absl::FailedPreconditionError(
@@ -480,20 +480,20 @@ absl::StatusOr<BatchId> TransferEngineImpl::AllocateBatch(size_t capacity) {
         absl::StrCat("batch capacity must be 1..", options_.max_batch_size, ", got ", capacity));
   }
   auto batch = std::make_shared<TransferBatch>(capacity);
-  absl::MutexLock lock(&batches_mu_);
+  yuebing::MutexLock lock(&batches_mu_);
   BatchId id = next_batch_++;
   batches_[id] = std::move(batch);
   return id;
 }
 
 std::shared_ptr<TransferBatch> TransferEngineImpl::FindBatch(BatchId batch) {
-  absl::MutexLock lock(&batches_mu_);
+  yuebing::MutexLock lock(&batches_mu_);
   auto it = batches_.find(batch);
   return it == batches_.end() ? nullptr : it->second;
 }
 
 absl::Status TransferEngineImpl::FreeBatch(BatchId batch) {
-  absl::MutexLock lock(&batches_mu_);
+  yuebing::MutexLock lock(&batches_mu_);
   auto it = batches_.find(batch);
   if (it == batches_.end()) return absl::NotFoundError(absl::StrCat("no batch ", batch));
   if (!it->second->Idle()) {
@@ -525,7 +525,7 @@ bool TransferEngineImpl::TryShm(PeerSegment& segment, const TransferRequest& req
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::shared_ptr<const SegmentDescriptor> descriptor;
     {
-      absl::MutexLock lock(&segment.mu);
+      yuebing::MutexLock lock(&segment.mu);
       descriptor = segment.descriptor;
     }
     if (descriptor->host_id != LocalHostId()) return false;
@@ -570,7 +570,7 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
   }
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] == nullptr) continue;
-    absl::MutexLock lock(&targets[i]->mu);
+    yuebing::MutexLock lock(&targets[i]->mu);
     if (targets[i]->restarted || targets[i]->tcp->stale()) {
       targets[i]->restarted = true;
       return absl::FailedPreconditionError(
@@ -588,7 +588,7 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
     PeerSegment* target = targets[i].get();
     bool same_host = false;
     if (target != nullptr && options_.enable_shm) {
-      absl::MutexLock lock(&target->mu);
+      yuebing::MutexLock lock(&target->mu);
       same_host = target->descriptor->host_id == LocalHostId();
     }
     if (target == nullptr || same_host) {
@@ -641,16 +641,17 @@ absl::StatusOr<std::vector<TransferStatus>> TransferEngineImpl::WaitBatch(
 }
 
 void TransferEngineImpl::WatchdogLoop() {
-  absl::MutexLock lock(&watchdog_mu_);
+  yuebing::MutexLock lock(&watchdog_mu_);
   while (!stopping_) {
-    watchdog_mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::FromChrono(kWatchdogPeriod));
+    watchdog_mu_.AwaitWithTimeout(yuebing::Condition(&stopping_),
+                                  absl::FromChrono(kWatchdogPeriod));
     if (stopping_) break;
     watchdog_mu_.Unlock();
     std::vector<std::shared_ptr<TcpPeer>> peers;
     {
-      absl::MutexLock segments_lock(&segments_mu_);
+      yuebing::MutexLock segments_lock(&segments_mu_);
       for (auto& [handle, segment] : segments_) {
-        absl::MutexLock segment_lock(&segment->mu);
+        yuebing::MutexLock segment_lock(&segment->mu);
         peers.push_back(segment->tcp);
       }
     }
