@@ -106,29 +106,35 @@ class ABSL_LOCKABLE Mutex {
   // Releases the mutex until `cond` holds, then returns with it held again.
   void Await(const Condition& cond) ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
     Guarded guarded{this, &cond};
+    const absl::Condition absl_cond(&Guarded::Eval, &guarded);  // other threads read it
     sync_internal::Release(this);
-    mu_.Await(absl::Condition(&Guarded::Eval, &guarded));
+    mu_.Await(absl_cond);
     sync_internal::Acquire(this);
   }
   // As Await, giving up after `timeout`; returns whether `cond` holds.
   bool AwaitWithTimeout(const Condition& cond, absl::Duration timeout)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
     Guarded guarded{this, &cond};
+    const absl::Condition absl_cond(&Guarded::Eval, &guarded);
     sync_internal::Release(this);
-    const bool holds = mu_.AwaitWithTimeout(absl::Condition(&Guarded::Eval, &guarded), timeout);
+    const bool holds = mu_.AwaitWithTimeout(absl_cond, timeout);
     sync_internal::Acquire(this);
     return holds;
   }
 
  private:
   friend class CondVar;
-  // The user's condition, evaluated after acquiring the edges of the threads that unlocked.
+  // The user's condition. absl evaluates it with the mutex held, in the waiting thread or in one
+  // that is unlocking; the acquire/release pair orders its reads with every other critical
+  // section.
   struct Guarded {
     const Mutex* mu;
     const Condition* cond;
     static bool Eval(Guarded* g) {
       sync_internal::Acquire(g->mu);
-      return g->cond->Eval();
+      const bool holds = g->cond->Eval();
+      sync_internal::Release(g->mu);
+      return holds;
     }
   };
   absl::Mutex mu_;
