@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -122,6 +123,7 @@ class MasterHaTest : public ::testing::Test {
     }
     Master master;
     master.address = absl::StrCat("127.0.0.1:", rpc_port);
+    master.metrics_port = metrics_port;
     master.process = std::move(child).value();
     master.stub = rpc::MasterService::NewStub(
         grpc::CreateChannel(master.address, grpc::InsecureChannelCredentials()));
@@ -186,6 +188,7 @@ class MasterHaTest : public ::testing::Test {
 
   struct Master {
     std::string address;
+    uint16_t metrics_port = 0;
     std::unique_ptr<ChildProcess> process;
     std::unique_ptr<rpc::MasterService::Stub> stub;
   };
@@ -217,6 +220,13 @@ TEST_F(MasterHaTest, ExactlyOneOfThreeLeadsAndStandbysRefuse) {
     }
   }
   EXPECT_EQ(serving, 1);
+  // The leader's metrics show its term.
+  httplib::Client http("127.0.0.1", masters_[leader].metrics_port);
+  http.set_connection_timeout(std::chrono::seconds(2));
+  http.set_read_timeout(std::chrono::seconds(5));
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr(absl::StrCat("yuebing_master_term ", term, "\n")));
   // A client given the etcd address finds the leader.
   store::ClientConfig config;
   config.master_server_address = EtcdAddress();

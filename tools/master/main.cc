@@ -354,11 +354,13 @@ int Serve(const Config& config) {
       return e == nullptr ? 0 : e->term();
     };
   }
+  yuebing::master::AdminHttpServer::Options admin_options;
+  admin_options.term_provider = rpc_options.term_provider;
   auto rpc = yuebing::master::GrpcMasterServer::Start(GrpcAddress(config.rpc_host, config.rpc_port),
                                                       &service, rpc_options);
   if (!rpc.ok()) return Fail(1, absl::StrCat("rpc server: ", rpc.status().message()));
   auto admin = yuebing::master::AdminHttpServer::Start(config.rpc_host, config.metrics_port,
-                                                       &service, &metrics);
+                                                       &service, &metrics, admin_options);
   if (!admin.ok()) return Fail(1, absl::StrCat("metrics server: ", admin.status().message()));
   std::unique_ptr<yuebing::HttpMetadataServer> metadata;
   if (config.metadata_server) {
