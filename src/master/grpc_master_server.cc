@@ -103,8 +103,9 @@ absl::Status CheckAddress(const std::string& address) {
 
 class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackService {
  public:
-  Handler(MasterService* service, std::function<uint64_t()> term, MasterMetrics* metrics)
-      : service_(service), term_(std::move(term)), metrics_(metrics) {}
+  Handler(MasterService* service, std::function<uint64_t()> term,
+          std::function<absl::Status()> admit, MasterMetrics* metrics)
+      : service_(service), term_(std::move(term)), admit_(std::move(admit)), metrics_(metrics) {}
 
   grpc::ServerUnaryReactor* MountSegment(grpc::CallbackServerContext* context,
                                          const rpc::MountSegmentRequest* request,
@@ -257,7 +258,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     const Clock::time_point start = Clock::now();
     Outcome outcome;
     try {
-      outcome = body();
+      absl::Status admitted = admit_ ? admit_() : absl::OkStatus();
+      outcome = admitted.ok() ? body() : Outcome{std::move(admitted)};
     } catch (const std::exception& e) {  // e.g. std::bad_alloc: fail this call, keep serving
       reply->Clear();
       outcome = Outcome{MakeError(ErrorCode::kInternalError, e.what())};
@@ -324,6 +326,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
 
   MasterService* const service_;
   const std::function<uint64_t()> term_;
+  const std::function<absl::Status()> admit_;
   MasterMetrics* const metrics_;
 };
 
@@ -341,8 +344,8 @@ absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
   }
 
   std::unique_ptr<GrpcMasterServer> server(new GrpcMasterServer());
-  server->handler_ =
-      std::make_unique<Handler>(service, std::move(options.term_provider), options.metrics);
+  server->handler_ = std::make_unique<Handler>(service, std::move(options.term_provider),
+                                               std::move(options.admit), options.metrics);
 
   grpc::ServerBuilder builder;
   // Without this gRPC sets SO_REUSEPORT, and a second master would share the port silently.

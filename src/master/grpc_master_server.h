@@ -42,6 +42,10 @@ class GrpcMasterServer {
     int max_message_bytes = 64 << 20;
     // The leadership term put in every reply; nullptr means a constant 0 (no HA).
     std::function<uint64_t()> term_provider;
+    // Called before each RPC (must be cheap and non-blocking); a non-OK status is the whole
+    // reply and the MasterService is not called. With HA it refuses RPCs on a master that is
+    // not the leader. nullptr admits everything.
+    std::function<absl::Status()> admit;
     // Counters updated per RPC; may be nullptr. Not owned.
     MasterMetrics* metrics = nullptr;
   };

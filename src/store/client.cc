@@ -192,6 +192,11 @@ class ClientImpl final : public Client {
 
   yuebing::Mutex ping_mu_;
   bool stopping_ ABSL_GUARDED_BY(ping_mu_) = false;
+  // Set when a reply came from a new master term (a new HA leader): re-mount at once.
+  bool remount_pending_ ABSL_GUARDED_BY(ping_mu_) = false;
+  bool PingLoopShouldWake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(ping_mu_) {
+    return stopping_ || remount_pending_;
+  }
   std::thread ping_thread_;
 
   std::atomic<uint64_t> puts_{0}, gets_{0}, hits_{0}, misses_{0}, checksum_failures_{0},
@@ -220,6 +225,11 @@ absl::Status ClientImpl::Init() {
   host_ = HostOf(engine_->LocalSegmentName());
   YB_ASSIGN_OR_RETURN(master_,
                       MasterClient::Create(config_.master_server_address, config_.rpc_timeout));
+  master_->SetNewTermCallback([this](uint64_t term) {
+    YB_LOG_INFO("master term {} is new; re-mounting", term);
+    yuebing::MutexLock lock(&ping_mu_);
+    remount_pending_ = true;
+  });
   if (config_.global_segment_size > 0) {
     auto memory = engine_->AllocateSharedMemory(config_.global_segment_size);
     if (!memory.ok()) {
@@ -262,10 +272,22 @@ absl::Status ClientImpl::MountGlobalSegment() {
 void ClientImpl::PingLoop() {
   yuebing::MutexLock lock(&ping_mu_);
   while (!stopping_) {
-    ping_mu_.AwaitWithTimeout(yuebing::Condition(&stopping_),
+    ping_mu_.AwaitWithTimeout(yuebing::Condition(
+                                  +[](ClientImpl* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                    return self->PingLoopShouldWake();
+                                  },
+                                  this),
                               absl::FromChrono(config_.ping_interval));
     if (stopping_) break;
+    const bool remount = remount_pending_;
+    remount_pending_ = false;
     ping_mu_.Unlock();
+    if (remount && global_segment_ != nullptr) {
+      // A new leader knows nothing of this client: mount before it is asked to (Ping below).
+      absl::Status status = MountGlobalSegment();
+      if (!status.ok())
+        YB_LOG_WARN("re-mount after a new master term failed: {}", status.ToString());
+    }
     absl::StatusOr<master::ClientState> state = master_->Ping(id_);
     if (!state.ok()) {
       YB_LOG_WARN("ping to master {} failed: {}", master_->address(), state.status().ToString());

@@ -2,7 +2,15 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "yuebing/common/mutex.h"
+#include "absl/time/time.h"
+#include "common/etcd_client.h"
 #include "master.grpc.pb.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/status.h"
@@ -11,13 +19,106 @@ namespace yuebing::store {
 
 namespace rpc = ::yuebing::rpc;
 
+namespace {
+
+using Clock = std::chrono::system_clock;
+
+constexpr absl::string_view kEtcdScheme = "etcd://";
+constexpr char kDefaultClusterId[] = "mooncake_cluster";
+// Under a storm of failing calls the leader is re-read from etcd at most this often.
+constexpr auto kMinResolveGap = std::chrono::milliseconds(50);
+
+std::shared_ptr<rpc::MasterService::Stub> NewStub(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  // Reconnect quickly after a master restart.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return std::shared_ptr<rpc::MasterService::Stub>(rpc::MasterService::NewStub(channel));
+}
+
+}  // namespace
+
+// The master to call: a fixed address, or the leader read from etcd (cached until a call
+// reports it stale).
 class MasterClient::Impl {
  public:
-  Impl(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds timeout)
-      : stub(rpc::MasterService::NewStub(channel)), timeout(timeout) {}
+  struct Target {
+    std::shared_ptr<rpc::MasterService::Stub> stub;
+    std::string address;
+  };
 
-  std::unique_ptr<rpc::MasterService::Stub> stub;
+  Impl(std::string address, std::chrono::milliseconds timeout)
+      : timeout(timeout), address_(std::move(address)), stub_(NewStub(address_)) {}
+  Impl(std::unique_ptr<EtcdClient> etcd, std::string key, std::chrono::milliseconds timeout)
+      : timeout(timeout), etcd_(std::move(etcd)), key_(std::move(key)) {}
+
+  bool uses_etcd() const { return etcd_ != nullptr; }
+
+  // The master to call now; reads the leader from etcd when none is known or the known one was
+  // reported stale. Errors: kRpcFail (etcd unreachable in time, no leader registered).
+  absl::StatusOr<Target> Get(Clock::time_point deadline) {
+    yuebing::MutexLock lock(&mu_);
+    if (etcd_ == nullptr) return Target{stub_, address_};
+    const auto not_resolving = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !resolving_; };
+    if (!mu_.AwaitWithDeadline(yuebing::Condition(&not_resolving), absl::FromChrono(deadline))) {
+      return MakeError(ErrorCode::kRpcFail, "timed out waiting for the master leader lookup");
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (stub_ != nullptr && (!stale_ || now - resolved_at_ < kMinResolveGap)) {
+      return Target{stub_, address_};
+    }
+    resolving_ = true;
+    mu_.Unlock();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    absl::StatusOr<std::optional<EtcdClient::KeyValue>> leader =
+        left.count() > 0 ? etcd_->Get(key_, left)
+                         : absl::DeadlineExceededError("no time left for the etcd lookup");
+    mu_.Lock();
+    resolving_ = false;
+    resolved_at_ = std::chrono::steady_clock::now();
+    if (!leader.ok()) {
+      return MakeError(ErrorCode::kRpcFail,
+                       absl::StrCat("looking up the master leader in ", etcd_->Describe(), ": ",
+                                    leader.status().message()));
+    }
+    if (!leader->has_value() || (*leader)->value.empty()) {
+      return MakeError(ErrorCode::kRpcFail, absl::StrCat("no leader master registered at ", key_,
+                                                         " in ", etcd_->Describe()));
+    }
+    const std::string& address = (*leader)->value;
+    if (stub_ == nullptr || address != address_) {
+      auto& cached = stubs_[address];
+      if (cached == nullptr) cached = NewStub(address);
+      stub_ = cached;
+      address_ = address;
+    }
+    stale_ = false;
+    return Target{stub_, address_};
+  }
+
+  // A call to `address` failed in transport or was refused as not-leader: read etcd next time.
+  void MarkStale(const std::string& address) {
+    yuebing::MutexLock lock(&mu_);
+    if (address == address_) stale_ = true;
+  }
+
   const std::chrono::milliseconds timeout;
+
+ private:
+  std::unique_ptr<EtcdClient> etcd_;  // null for a fixed address
+  const std::string key_;
+  yuebing::Mutex mu_;
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<rpc::MasterService::Stub> stub_ ABSL_GUARDED_BY(mu_);
+  bool stale_ ABSL_GUARDED_BY(mu_) = false;
+  bool resolving_ ABSL_GUARDED_BY(mu_) = false;
+  std::chrono::steady_clock::time_point resolved_at_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<rpc::MasterService::Stub>> stubs_
+      ABSL_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -45,50 +146,80 @@ MasterClient::~MasterClient() = default;
 absl::StatusOr<std::unique_ptr<MasterClient>> MasterClient::Create(
     const std::string& address, std::chrono::milliseconds timeout) {
   if (address.empty()) return MakeError(ErrorCode::kInvalidParams, "empty master address");
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
-  args.SetMaxSendMessageSize(64 << 20);
-  // Reconnect quickly after a master restart.
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  return std::unique_ptr<MasterClient>(
-      new MasterClient(address, std::make_unique<Impl>(std::move(channel), timeout)));
+  absl::string_view rest = address;
+  if (!absl::ConsumePrefix(&rest, kEtcdScheme)) {
+    return std::unique_ptr<MasterClient>(
+        new MasterClient(address, std::make_unique<Impl>(address, timeout)));
+  }
+  std::string cluster_id = kDefaultClusterId;
+  if (const size_t query = rest.find('?'); query != absl::string_view::npos) {
+    absl::string_view param = rest.substr(query + 1);
+    rest = rest.substr(0, query);
+    if (!absl::ConsumePrefix(&param, "cluster_id=") || param.empty() ||
+        param.find_first_of("/?&= ") != absl::string_view::npos) {
+      return MakeError(
+          ErrorCode::kInvalidParams,
+          absl::StrCat("master address '", address, "': the only parameter is ?cluster_id=<name>"));
+    }
+    cluster_id = std::string(param);
+  }
+  auto etcd = EtcdClient::Create(rest, timeout);
+  if (!etcd.ok()) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     absl::StrCat("master address '", address, "': ", etcd.status().message()));
+  }
+  std::string key = absl::StrCat("yuebing/", cluster_id, "/master/leader");
+  return std::unique_ptr<MasterClient>(new MasterClient(
+      address, std::make_unique<Impl>(std::move(etcd).value(), std::move(key), timeout)));
 }
 
 namespace {
 
-// Runs one unary RPC with the client's deadline; checks the transport status and the reply's term
-// (raising the highest term seen, refusing replies from older ones).
+// Runs one unary RPC within the client's deadline against the current master; checks the
+// transport status and the reply's term (raising the highest term seen, refusing replies from
+// older ones). With etcd discovery a not-leader answer is retried once against the re-read
+// leader.
 template <typename Request, typename Reply>
 absl::Status Call(const char* name,
                   grpc::Status (rpc::MasterService::Stub::*method)(grpc::ClientContext*,
                                                                    const Request&, Reply*),
-                  rpc::MasterService::Stub& stub, std::chrono::milliseconds timeout,
-                  const std::string& address, std::atomic<uint64_t>& max_term,
-                  const Request& request, Reply& reply) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
-  grpc::Status rpc_status = (stub.*method)(&context, request, &reply);
-  if (!rpc_status.ok()) {
-    return MakeError(ErrorCode::kRpcFail,
-                     absl::StrCat(name, " to ", address, ": ", rpc_status.error_message()));
+                  MasterClient::Impl& impl, std::atomic<uint64_t>& max_term,
+                  const std::function<void(uint64_t)>& on_new_term, const Request& request,
+                  Reply& reply) {
+  const Clock::time_point deadline = Clock::now() + impl.timeout;
+  for (int attempt = 0;; ++attempt) {
+    YB_ASSIGN_OR_RETURN(MasterClient::Impl::Target target, impl.Get(deadline));
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    reply.Clear();
+    grpc::Status rpc_status = (target.stub.get()->*method)(&context, request, &reply);
+    if (!rpc_status.ok()) {
+      impl.MarkStale(target.address);
+      return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, " to ", target.address, ": ",
+                                                         rpc_status.error_message()));
+    }
+    if (reply.status().code() == static_cast<int32_t>(ErrorCode::kUnavailableInCurrentStatus)) {
+      impl.MarkStale(target.address);
+      if (impl.uses_etcd() && attempt == 0 && Clock::now() < deadline) continue;
+      return FromRpc(reply.status());  // the caller reports the not-leader error
+    }
+    uint64_t seen = max_term.load();
+    while (reply.term() > seen && !max_term.compare_exchange_weak(seen, reply.term())) {
+    }
+    if (reply.term() > seen && seen != 0 && on_new_term) on_new_term(reply.term());
+    if (reply.term() < max_term.load()) {
+      impl.MarkStale(target.address);
+      return MakeError(ErrorCode::kRpcFail,
+                       absl::StrCat(name, ": reply from stale master term ", reply.term()));
+    }
+    return absl::OkStatus();
   }
-  uint64_t seen = max_term.load();
-  while (reply.term() > seen && !max_term.compare_exchange_weak(seen, reply.term())) {
-  }
-  if (reply.term() < max_term.load()) {
-    return MakeError(ErrorCode::kRpcFail,
-                     absl::StrCat(name, ": reply from stale master term ", reply.term()));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
 
-#define YB_CALL(method, request, reply)                                                    \
-  Call(#method, &rpc::MasterService::Stub::method, *impl_->stub, impl_->timeout, address_, \
-       max_term_, request, reply)
+#define YB_CALL(method, request, reply) \
+  Call(#method, &rpc::MasterService::Stub::method, *impl_, max_term_, on_new_term_, request, reply)
 
 absl::StatusOr<uint64_t> MasterClient::MountSegment(const master::ClientId& client,
                                                     const master::Segment& segment) {

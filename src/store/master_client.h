@@ -3,6 +3,13 @@
 // leadership term older than the newest seen are refused (kRpcFail), so a deposed master cannot
 // steer the client.
 //
+// Addresses: "host:port", or "etcd://h:p[;h:p...][?cluster_id=C]" for masters running with
+// --enable_ha: the leader's address is read from etcd key yuebing/<C>/master/leader (C defaults
+// to "mooncake_cluster", the master's default). The leader is re-read from etcd when a call fails
+// in transport or a master answers "not the leader" (UNAVAILABLE_IN_CURRENT_STATUS, -1010); a
+// not-leader answer is retried once against the re-read leader within the same deadline. A call
+// never outlives its deadline, including the etcd lookup.
+//
 // Thread safety: all methods are thread-safe.
 // Errors: kRpcFail (-900) when the master cannot be reached in time or refuses the call; otherwise
 // the master's code (see master_service.h).
@@ -10,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,12 +60,21 @@ class MasterClient {
   const std::string& address() const { return address_; }
   uint64_t term() const { return max_term_.load(); }
 
+  // Called (on the calling thread of whichever RPC saw it) when a reply carries a term higher
+  // than a non-zero term seen before: a new leader that knows nothing of this client. Set it
+  // before the first call; it must not block.
+  void SetNewTermCallback(std::function<void(uint64_t term)> callback) {
+    on_new_term_ = std::move(callback);
+  }
+
+  class Impl;  // defined and used only in master_client.cc
+
  private:
-  class Impl;
   MasterClient(std::string address, std::unique_ptr<Impl> impl);
   const std::string address_;
   std::unique_ptr<Impl> impl_;
   std::atomic<uint64_t> max_term_{0};
+  std::function<void(uint64_t)> on_new_term_;
 };
 
 }  // namespace yuebing::store

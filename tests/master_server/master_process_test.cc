@@ -297,17 +297,22 @@ TEST(MasterFlagsTest, BadFlagsExitTwo) {
   EXPECT_EQ(RunToExit({rpc, ports, "stray-argument"}), 2);
 }
 
-TEST(MasterFlagsTest, HaIsRefusedClearly) {
+TEST(MasterFlagsTest, BadHaFlagsAreRefusedClearly) {
   const std::string ports = absl::StrCat("--metrics_port=", FreePort());
   const std::string rpc = absl::StrCat("--rpc_port=", FreePort());
   std::string output;
   EXPECT_EQ(RunToExit({rpc, ports, "--enable_ha"}, &output), 2);  // no endpoints
   EXPECT_THAT(output, HasSubstr("--etcd_endpoints"));
-  EXPECT_EQ(RunToExit({rpc, ports, "--enable_ha", "--etcd_endpoints=127.0.0.1:2379;etcd-2:2379",
-                       "--cluster_id=prod"},
+  EXPECT_EQ(RunToExit({rpc, ports, "--enable_ha", "--etcd_endpoints=127.0.0.1:2379",
+                       "--ha_lease_ttl_sec=1"},
                       &output),
             2);
-  EXPECT_THAT(output, HasSubstr("not implemented yet"));
+  EXPECT_THAT(output, HasSubstr("--ha_lease_ttl_sec"));
+  EXPECT_EQ(RunToExit({rpc, ports, "--enable_ha", "--etcd_endpoints=127.0.0.1:2379",
+                       "--rpc_advertise_address=a b"},
+                      &output),
+            2);
+  EXPECT_THAT(output, HasSubstr("--rpc_advertise_address"));
 }
 
 }  // namespace

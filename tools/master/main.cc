@@ -3,9 +3,13 @@
 // and optionally the transfer engine's HTTP metadata service. Flags follow mooncake_master's names
 // and defaults. Prints "yuebing-master listening on rpc HOST:PORT metrics PORT" once every endpoint
 // serves; on SIGINT/SIGTERM shuts everything down and exits 0.
+// With --enable_ha the master joins a leader election through etcd (master/leader_election.h):
+// only the leader serves; the others answer every RPC with UNAVAILABLE_IN_CURRENT_STATUS (-1010).
 // Exit codes: 0 after a signal, 1 when an endpoint cannot be served (e.g. a port in use), 2 for
-// bad flags (and for --enable_ha, not implemented yet).
+// bad flags, 3 when this master lost its leadership (lease not renewed in time, or its leader key
+// gone); run it under a supervisor that restarts it, and it rejoins as a standby.
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,8 +36,10 @@
 #include "absl/time/time.h"
 #include "master/admin_http_server.h"
 #include "master/grpc_master_server.h"
+#include "master/leader_election.h"
 #include "master/master_metrics.h"
 #include "yuebing/common/config.h"
+#include "yuebing/common/error_code.h"
 #include "yuebing/common/http_metadata_server.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/stop_signals.h"
@@ -67,13 +73,23 @@ ABSL_FLAG(std::string, put_start_discard_timeout_sec, "30",
           "An unfinished put this old may be taken over by another writer: seconds or duration.");
 ABSL_FLAG(std::string, put_start_release_timeout_sec, "600",
           "An unfinished put this old is revoked and its space freed: seconds or duration.");
-ABSL_FLAG(bool, enable_ha, false, "High availability through etcd (not implemented yet).");
+ABSL_FLAG(bool, enable_ha, false,
+          "High availability: elect one leader among the masters of --cluster_id through etcd "
+          "(--etcd_endpoints); the others stand by and refuse RPCs until the leader is gone.");
 ABSL_FLAG(std::string, etcd_endpoints, "",
           "etcd endpoints for HA, separated by ';' (host:port or http://host:port).");
-ABSL_FLAG(std::string, cluster_id, "mooncake_cluster", "Cluster name used for HA keys in etcd.");
+ABSL_FLAG(std::string, cluster_id, "mooncake_cluster",
+          "Cluster name used for HA keys in etcd (yuebing/<cluster_id>/master/leader).");
+ABSL_FLAG(std::string, rpc_advertise_address, "",
+          "With --enable_ha: the host clients should dial, published in etcd with the rpc port. "
+          "Default: --rpc_address, or this machine's host name when that is 0.0.0.0 or ::.");
+ABSL_FLAG(int32_t, ha_lease_ttl_sec, 5,
+          "With --enable_ha: TTL of the leader's etcd lease in seconds (>= 2). A dead leader is "
+          "replaced after about this long; a leader that cannot renew stops serving before it.");
 
 namespace {
 
+using yuebing::master::LeaderElection;
 using yuebing::master::MasterOptions;
 using yuebing::master::MasterService;
 
@@ -109,6 +125,11 @@ struct Config {
   bool metadata_server = false;
   std::string metadata_host;
   uint16_t metadata_port = 0;
+  bool ha = false;
+  std::string etcd_endpoints;
+  std::string cluster_id;
+  std::string advertise_host;
+  std::chrono::seconds lease_ttl{5};
 };
 
 absl::Status FlagError(absl::string_view flag, absl::string_view message) {
@@ -198,7 +219,7 @@ absl::Status ReadEviction(MasterOptions* options) {
 }
 
 // Checks --etcd_endpoints ("host:port" or "http(s)://host:port", separated by ';') and
-// --cluster_id. HA itself is refused later.
+// --cluster_id.
 absl::Status CheckHaFlags() {
   const std::string cluster_id = absl::GetFlag(FLAGS_cluster_id);
   if (cluster_id.empty()) return FlagError("cluster_id", "must not be empty");
@@ -252,6 +273,28 @@ absl::StatusOr<Config> ConfigFromFlags() {
       PortFlag("http_metadata_server_port", absl::GetFlag(FLAGS_http_metadata_server_port));
   if (!metadata_port.ok()) return metadata_port.status();
   config.metadata_port = *metadata_port;
+
+  config.ha = absl::GetFlag(FLAGS_enable_ha);
+  config.etcd_endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  config.cluster_id = absl::GetFlag(FLAGS_cluster_id);
+  const int32_t ttl = absl::GetFlag(FLAGS_ha_lease_ttl_sec);
+  if (ttl < 2 || ttl > 3600) {
+    return FlagError("ha_lease_ttl_sec", absl::StrCat("must be 2..3600, got ", ttl));
+  }
+  config.lease_ttl = std::chrono::seconds(ttl);
+  config.advertise_host = absl::GetFlag(FLAGS_rpc_advertise_address);
+  if (!config.advertise_host.empty()) {
+    if (auto s = CheckHost("rpc_advertise_address", config.advertise_host); !s.ok()) return s;
+  } else if (config.rpc_host != "0.0.0.0" && config.rpc_host != "::" && config.rpc_host != "[::]") {
+    config.advertise_host = config.rpc_host;
+  } else {
+    char name[256] = {};
+    if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
+      config.advertise_host = "127.0.0.1";
+    } else {
+      config.advertise_host = name;
+    }
+  }
   return config;
 }
 
@@ -290,13 +333,34 @@ int Serve(const Config& config) {
   MasterService service(config.master);
   yuebing::master::MasterMetrics metrics;
 
+  // With HA, RPCs are admitted only while the election says this master leads. A standby's
+  // MasterService stays empty, so a new leader starts with no metadata.
+  std::unique_ptr<LeaderElection> election;
+  std::atomic<LeaderElection*> elected{nullptr};
+  std::atomic<bool> lost_leadership{false};
   yuebing::master::GrpcMasterServer::Options rpc_options;
   rpc_options.metrics = &metrics;
+  if (config.ha) {
+    rpc_options.admit = [&elected]() -> absl::Status {
+      LeaderElection* e = elected.load();
+      if (e == nullptr) {
+        return yuebing::MakeError(yuebing::ErrorCode::kUnavailableInCurrentStatus,
+                                  "not the leader master; the election has not started");
+      }
+      return e->Admit();
+    };
+    rpc_options.term_provider = [&elected]() -> uint64_t {
+      LeaderElection* e = elected.load();
+      return e == nullptr ? 0 : e->term();
+    };
+  }
+  yuebing::master::AdminHttpServer::Options admin_options;
+  admin_options.term_provider = rpc_options.term_provider;
   auto rpc = yuebing::master::GrpcMasterServer::Start(GrpcAddress(config.rpc_host, config.rpc_port),
                                                       &service, rpc_options);
   if (!rpc.ok()) return Fail(1, absl::StrCat("rpc server: ", rpc.status().message()));
   auto admin = yuebing::master::AdminHttpServer::Start(config.rpc_host, config.metrics_port,
-                                                       &service, &metrics);
+                                                       &service, &metrics, admin_options);
   if (!admin.ok()) return Fail(1, absl::StrCat("metrics server: ", admin.status().message()));
   std::unique_ptr<yuebing::HttpMetadataServer> metadata;
   if (config.metadata_server) {
@@ -308,17 +372,42 @@ int Serve(const Config& config) {
   }
   auto ticker = std::make_unique<Ticker>(&service);
 
+  if (config.ha) {
+    LeaderElection::Options ha;
+    ha.etcd_endpoints = config.etcd_endpoints;
+    ha.cluster_id = config.cluster_id;
+    ha.advertise_address = GrpcAddress(config.advertise_host, (*rpc)->port());
+    ha.lease_ttl = config.lease_ttl;
+    auto started = LeaderElection::Start(ha, [&lost_leadership] {
+      lost_leadership.store(true);
+      kill(getpid(), SIGTERM);  // wakes WaitForStopSignal below
+    });
+    if (!started.ok()) return Fail(2, absl::StrCat("--enable_ha: ", started.status().message()));
+    election = std::move(started).value();
+    elected.store(election.get());
+  }
+
   std::string line = absl::StrCat(kName, " listening on rpc ", config.rpc_host, ":", (*rpc)->port(),
                                   " metrics ", (*admin)->port());
   if (metadata != nullptr) {
     absl::StrAppend(&line, " metadata http://", config.metadata_host, ":", metadata->port(),
                     "/metadata");
   }
+  if (election != nullptr) {
+    absl::StrAppend(&line, " ha ", LeaderElection::LeaderKey(config.cluster_id), " as ",
+                    GrpcAddress(config.advertise_host, (*rpc)->port()));
+  }
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 
   const int signal_number = yuebing::WaitForStopSignal(stop_signals);
-  YB_LOG_INFO("{}: signal {}, shutting down", kName, signal_number);
+  if (lost_leadership.load()) {
+    YB_LOG_WARN("{}: lost the leadership, exiting", kName);
+  } else {
+    YB_LOG_INFO("{}: signal {}, shutting down", kName, signal_number);
+  }
+  // Stop serving and hand over (revoke the lease) before anything else.
+  if (election != nullptr) election->Resign();
   ticker.reset();
   (*rpc)->Shutdown();
   admin->reset();
@@ -326,7 +415,7 @@ int Serve(const Config& config) {
   const auto stats = service.Stats();
   YB_LOG_INFO("{}: stopped with {} objects in {} segments", kName, stats.objects,
               stats.segments.size());
-  return 0;
+  return lost_leadership.load() ? 3 : 0;
 }
 
 }  // namespace
@@ -357,15 +446,10 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<Config> config = ConfigFromFlags();
   if (!config.ok()) return Fail(2, std::string(config.status().message()));
-  if (absl::GetFlag(FLAGS_enable_ha)) {
-    return Fail(2,
-                "--enable_ha: high availability (leader election through etcd) is not "
-                "implemented yet; run one master without --enable_ha");
-  }
   if (absl::GetFlag(FLAGS_rpc_thread_num) != 0) {
     YB_LOG_WARN("{}: --rpc_thread_num is accepted for compatibility and not used", kName);
   }
-  if (!absl::GetFlag(FLAGS_etcd_endpoints).empty()) {
+  if (!absl::GetFlag(FLAGS_etcd_endpoints).empty() && !absl::GetFlag(FLAGS_enable_ha)) {
     YB_LOG_WARN("{}: --etcd_endpoints is set but only used with --enable_ha", kName);
   }
   return Serve(*config);
