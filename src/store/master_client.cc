@@ -8,11 +8,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "yuebing/common/mutex.h"
 #include "absl/time/time.h"
 #include "common/etcd_client.h"
 #include "master.grpc.pb.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 
 namespace yuebing::store {
@@ -62,8 +62,9 @@ class MasterClient::Impl {
   absl::StatusOr<Target> Get(Clock::time_point deadline) {
     yuebing::MutexLock lock(&mu_);
     if (etcd_ == nullptr) return Target{stub_, address_};
-    const auto not_resolving = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !resolving_; };
-    if (!mu_.AwaitWithDeadline(yuebing::Condition(&not_resolving), absl::FromChrono(deadline))) {
+    const yuebing::Condition not_resolving(
+        +[](Impl* self) ABSL_NO_THREAD_SAFETY_ANALYSIS { return !self->resolving_; }, this);
+    if (!mu_.AwaitWithDeadline(not_resolving, absl::FromChrono(deadline))) {
       return MakeError(ErrorCode::kRpcFail, "timed out waiting for the master leader lookup");
     }
     const auto now = std::chrono::steady_clock::now();

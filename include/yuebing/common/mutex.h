@@ -121,6 +121,16 @@ class ABSL_LOCKABLE Mutex {
     sync_internal::Acquire(this);
     return holds;
   }
+  // As Await, giving up at `deadline`; returns whether `cond` holds.
+  bool AwaitWithDeadline(const Condition& cond, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(this) {
+    Guarded guarded{this, &cond};
+    const absl::Condition absl_cond(&Guarded::Eval, &guarded);
+    sync_internal::Release(this);
+    const bool holds = mu_.AwaitWithDeadline(absl_cond, deadline);
+    sync_internal::Acquire(this);
+    return holds;
+  }
 
  private:
   friend class CondVar;
