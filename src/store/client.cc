@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "store/fault_point.h"
 #include "store/master_client.h"
 #include "transport/socket_util.h"
 #include "yuebing/common/error_code.h"
@@ -361,6 +362,7 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
   puts_.fetch_add(index.size(), std::memory_order_relaxed);
   if (index.empty()) return results;
   auto starts = master_->BatchPutStart(id_, start_keys, sizes, config, upsert);
+  FaultPoint("put_after_start");
   // One transfer batch writes every replica of every started object.
   std::vector<TransferRequest> requests;
   std::vector<size_t> owner;  // position in `index` of each request
@@ -399,6 +401,7 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
     }
   }
   std::vector<TransferStatus> statuses = RunTransfers(requests);
+  FaultPoint("put_before_end");
   for (size_t k = 0; k < requests.size(); ++k) {
     size_t i = index[owner[k]];
     if (statuses[k].state != TransferState::kCompleted && results[i].ok()) {
