@@ -325,6 +325,9 @@ class Netns {
   // Returns an empty string on success, else why the namespace could not be made.
   std::string Create() {
     if (geteuid() != 0) return "not root";
+    // Leftovers of an earlier run that was killed (same pid, by chance) would block the names.
+    (void)RunCommand("ip netns del " + ns_ + " 2>/dev/null");
+    (void)RunCommand("ip link del " + outer_ + " 2>/dev/null");
     if (RunCommand("ip netns add " + ns_) != 0) return "ip netns add failed";
     created_ = true;
     const std::vector<std::string> steps = {
