@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "store/fault_point.h"
 #include "store/master_client.h"
 #include "transport/socket_util.h"
 #include "yuebing/common/error_code.h"
@@ -214,6 +216,8 @@ absl::Status ClientImpl::Init() {
   options.protocol = config_.protocol;
   options.enable_shm = config_.enable_shm;
   options.request_timeout = config_.transfer_timeout;
+  // Opening a peer's segment is part of moving data: bounded by the same deadline.
+  options.connect_timeout = std::min(options.connect_timeout, config_.transfer_timeout);
   auto engine = transport::TransferEngine::Create(options);
   if (!engine.ok()) {
     return MakeError(ToErrorCode(engine.status()) == ErrorCode::kObjectNotFound
@@ -300,17 +304,28 @@ void ClientImpl::PingLoop() {
 }
 
 absl::StatusOr<SegmentHandle> ClientImpl::HandleFor(const Replica& replica) {
+  SegmentHandle old_handle = -1;
+  {
+    yuebing::MutexLock lock(&segments_mu_);
+    auto it = segments_.find(replica.segment_name);
+    if (it != segments_.end() && it->second.handle >= 0) {
+      if (it->second.epoch == replica.epoch) return it->second.handle;
+      if (replica.epoch < it->second.epoch) {
+        return MakeError(ErrorCode::kInvalidReplica,
+                         absl::StrCat("replica on ", replica.segment_name, " has an old epoch"));
+      }
+      old_handle = it->second.handle;
+    }
+  }
+  // Opening is a handshake with the peer (up to the connect timeout when it does not answer):
+  // done without the lock, so a silent peer delays only the calls that need it.
+  if (old_handle >= 0) (void)engine_->CloseSegment(old_handle);
+  YB_ASSIGN_OR_RETURN(SegmentHandle handle, engine_->OpenSegment(replica.segment_name));
   yuebing::MutexLock lock(&segments_mu_);
   OpenedSegment& opened = segments_[replica.segment_name];
-  if (opened.handle >= 0 && opened.epoch == replica.epoch) return opened.handle;
-  if (opened.handle >= 0 && replica.epoch < opened.epoch) {
-    return MakeError(ErrorCode::kInvalidReplica,
-                     absl::StrCat("replica on ", replica.segment_name, " has an old epoch"));
+  if (opened.handle < 0 || opened.handle == old_handle || opened.epoch <= replica.epoch) {
+    opened = OpenedSegment{replica.epoch, handle};
   }
-  if (opened.handle >= 0) (void)engine_->CloseSegment(opened.handle);
-  opened.handle = -1;
-  YB_ASSIGN_OR_RETURN(SegmentHandle handle, engine_->OpenSegment(replica.segment_name));
-  opened = OpenedSegment{replica.epoch, handle};
   return handle;
 }
 
@@ -384,10 +399,12 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
   puts_.fetch_add(index.size(), std::memory_order_relaxed);
   if (index.empty()) return results;
   auto starts = master_->BatchPutStart(id_, start_keys, sizes, config, upsert);
+  FaultPoint("put_after_start");
   // One transfer batch writes every replica of every started object.
   std::vector<TransferRequest> requests;
   std::vector<size_t> owner;  // position in `index` of each request
   std::vector<bool> started(index.size(), false);
+  absl::flat_hash_map<std::string, absl::Status> unreachable;  // segments that failed to open
   for (size_t j = 0; j < index.size(); ++j) {
     size_t i = index[j];
     if (!starts[j].ok()) {
@@ -399,8 +416,14 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
     }
     started[j] = true;
     for (const Replica& replica : *starts[j]) {
-      absl::StatusOr<SegmentHandle> handle = HandleFor(replica);
+      auto failed = unreachable.find(replica.segment_name);
+      absl::StatusOr<SegmentHandle> handle = failed != unreachable.end()
+                                                 ? absl::StatusOr<SegmentHandle>(failed->second)
+                                                 : HandleFor(replica);
       if (!handle.ok()) {
+        if (ToErrorCode(handle.status()) != ErrorCode::kInvalidReplica) {
+          unreachable.emplace(replica.segment_name, handle.status());
+        }
         results[i] = MakeError(
             ErrorCode::kTransferFail,
             absl::StrCat("segment ", replica.segment_name, ": ", handle.status().message()));
@@ -422,6 +445,7 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
     }
   }
   std::vector<TransferStatus> statuses = RunTransfers(requests);
+  FaultPoint("put_before_end");
   for (size_t k = 0; k < requests.size(); ++k) {
     size_t i = index[owner[k]];
     if (statuses[k].state != TransferState::kCompleted && results[i].ok()) {
@@ -499,6 +523,9 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
     candidates[i] = ReadOrder(location->replicas);
     pending.push_back(i);
   }
+  // Segments that could not be opened during this call are not tried again in it: a peer that
+  // does not answer costs one handshake timeout per call, not one per key.
+  absl::flat_hash_set<std::string> unreachable;
   // Each round reads every pending object from its next replica.
   while (!pending.empty()) {
     std::vector<TransferRequest> requests;
@@ -506,8 +533,14 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
     std::vector<bool> open_failed(n, false);
     for (size_t i : pending) {
       const Replica& replica = candidates[i][next[i]];
-      absl::StatusOr<SegmentHandle> handle = HandleFor(replica);
+      absl::StatusOr<SegmentHandle> handle =
+          unreachable.contains(replica.segment_name)
+              ? MakeError(ErrorCode::kTransferFail, "segment unreachable in this call")
+              : HandleFor(replica);
       if (!handle.ok()) {
+        if (ToErrorCode(handle.status()) != ErrorCode::kInvalidReplica) {
+          unreachable.insert(replica.segment_name);
+        }
         open_failed[i] = true;
         continue;
       }
