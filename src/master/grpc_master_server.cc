@@ -103,8 +103,12 @@ absl::Status CheckAddress(const std::string& address) {
 
 class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackService {
  public:
-  Handler(MasterService* service, std::function<uint64_t()> term, MasterMetrics* metrics)
-      : service_(service), term_(std::move(term)), metrics_(metrics) {}
+  Handler(MasterService* service, std::function<uint64_t()> term, MasterMetrics* metrics,
+          std::string cluster_secret)
+      : service_(service),
+        term_(std::move(term)),
+        metrics_(metrics),
+        cluster_secret_(std::move(cluster_secret)) {}
 
   grpc::ServerUnaryReactor* MountSegment(grpc::CallbackServerContext* context,
                                          const rpc::MountSegmentRequest* request,
@@ -254,6 +258,11 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   template <typename Reply, typename Body>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, RpcOp op, Reply* reply,
                                   Body&& body) {
+    if (grpc::Status auth = CheckMasterCallCredential(*context, cluster_secret_); !auth.ok()) {
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(auth);  // refused before the request reaches the MasterService
+      return reactor;
+    }
     const Clock::time_point start = Clock::now();
     Outcome outcome;
     try {
@@ -325,6 +334,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   MasterService* const service_;
   const std::function<uint64_t()> term_;
   MasterMetrics* const metrics_;
+  const std::string cluster_secret_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
@@ -341,8 +351,11 @@ absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
   }
 
   std::unique_ptr<GrpcMasterServer> server(new GrpcMasterServer());
-  server->handler_ =
-      std::make_unique<Handler>(service, std::move(options.term_provider), options.metrics);
+  server->handler_ = std::make_unique<Handler>(service, std::move(options.term_provider),
+                                               options.metrics, options.security.cluster_secret);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MasterServerCredentials(options.security);
+  if (!credentials.ok()) return credentials.status();
 
   grpc::ServerBuilder builder;
   // Without this gRPC sets SO_REUSEPORT, and a second master would share the port silently.
@@ -351,7 +364,7 @@ absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   int selected_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.AddListeningPort(address, *credentials, &selected_port);
   builder.RegisterService(server->handler_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || selected_port <= 0) {

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "store/client_security.h"
 #include "store/master_client.h"
 #include "transport/socket_util.h"
 #include "yuebing/common/error_code.h"
@@ -203,7 +204,9 @@ absl::Status ClientImpl::Init() {
   if (config_.master_server_address.empty()) {
     return MakeError(ErrorCode::kInvalidParams, "master_server_address is empty");
   }
+  YB_ASSIGN_OR_RETURN(MasterRpcSecurity security, LoadClientSecurity(config_));
   transport::TransferEngineOptions options;
+  options.cluster_secret = security.cluster_secret;
   options.metadata_conn = config_.metadata_server;
   options.local_server_name = config_.local_hostname;
   options.protocol = config_.protocol;
@@ -218,8 +221,8 @@ absl::Status ClientImpl::Init() {
   }
   engine_ = std::move(engine).value();
   host_ = HostOf(engine_->LocalSegmentName());
-  YB_ASSIGN_OR_RETURN(master_,
-                      MasterClient::Create(config_.master_server_address, config_.rpc_timeout));
+  YB_ASSIGN_OR_RETURN(
+      master_, MasterClient::Create(config_.master_server_address, config_.rpc_timeout, security));
   if (config_.global_segment_size > 0) {
     auto memory = engine_->AllocateSharedMemory(config_.global_segment_size);
     if (!memory.ok()) {

@@ -13,11 +13,13 @@ namespace rpc = ::yuebing::rpc;
 
 class MasterClient::Impl {
  public:
-  Impl(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds timeout)
-      : stub(rpc::MasterService::NewStub(channel)), timeout(timeout) {}
+  Impl(std::shared_ptr<grpc::Channel> channel, std::chrono::milliseconds timeout,
+       std::string secret)
+      : stub(rpc::MasterService::NewStub(channel)), timeout(timeout), secret(std::move(secret)) {}
 
   std::unique_ptr<rpc::MasterService::Stub> stub;
   const std::chrono::milliseconds timeout;
+  const std::string secret;  // cluster secret for per-call credentials ("" = none)
 };
 
 namespace {
@@ -43,7 +45,8 @@ MasterClient::MasterClient(std::string address, std::unique_ptr<Impl> impl)
 MasterClient::~MasterClient() = default;
 
 absl::StatusOr<std::unique_ptr<MasterClient>> MasterClient::Create(
-    const std::string& address, std::chrono::milliseconds timeout) {
+    const std::string& address, std::chrono::milliseconds timeout,
+    const MasterRpcSecurity& security) {
   if (address.empty()) return MakeError(ErrorCode::kInvalidParams, "empty master address");
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
@@ -51,9 +54,9 @@ absl::StatusOr<std::unique_ptr<MasterClient>> MasterClient::Create(
   // Reconnect quickly after a master restart.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  return std::unique_ptr<MasterClient>(
-      new MasterClient(address, std::make_unique<Impl>(std::move(channel), timeout)));
+  auto channel = grpc::CreateCustomChannel(address, MasterChannelCredentials(security), args);
+  return std::unique_ptr<MasterClient>(new MasterClient(
+      address, std::make_unique<Impl>(std::move(channel), timeout, security.cluster_secret)));
 }
 
 namespace {
@@ -66,9 +69,12 @@ absl::Status Call(const char* name,
                                                                    const Request&, Reply*),
                   rpc::MasterService::Stub& stub, std::chrono::milliseconds timeout,
                   const std::string& address, std::atomic<uint64_t>& max_term,
-                  const Request& request, Reply& reply) {
+                  const std::string& secret, const Request& request, Reply& reply) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
+  if (absl::Status auth = AttachMasterCallCredential(&context, secret); !auth.ok()) {
+    return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, ": ", auth.message()));
+  }
   grpc::Status rpc_status = (stub.*method)(&context, request, &reply);
   if (!rpc_status.ok()) {
     return MakeError(ErrorCode::kRpcFail,
@@ -88,7 +94,7 @@ absl::Status Call(const char* name,
 
 #define YB_CALL(method, request, reply)                                                    \
   Call(#method, &rpc::MasterService::Stub::method, *impl_->stub, impl_->timeout, address_, \
-       max_term_, request, reply)
+       max_term_, impl_->secret, request, reply)
 
 absl::StatusOr<uint64_t> MasterClient::MountSegment(const master::ClientId& client,
                                                     const master::Segment& segment) {

@@ -33,6 +33,7 @@
 #include "master/admin_http_server.h"
 #include "master/grpc_master_server.h"
 #include "master/master_metrics.h"
+#include "security_flags.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/http_metadata_server.h"
 #include "yuebing/common/logging.h"
@@ -109,6 +110,7 @@ struct Config {
   bool metadata_server = false;
   std::string metadata_host;
   uint16_t metadata_port = 0;
+  yuebing::MasterRpcSecurity security;  // security_flags.h
 };
 
 absl::Status FlagError(absl::string_view flag, absl::string_view message) {
@@ -252,6 +254,9 @@ absl::StatusOr<Config> ConfigFromFlags() {
       PortFlag("http_metadata_server_port", absl::GetFlag(FLAGS_http_metadata_server_port));
   if (!metadata_port.ok()) return metadata_port.status();
   config.metadata_port = *metadata_port;
+  auto security = yuebing::master::MasterSecurityFromFlags();
+  if (!security.ok()) return security.status();
+  config.security = *std::move(security);
   return config;
 }
 
@@ -292,6 +297,7 @@ int Serve(const Config& config) {
 
   yuebing::master::GrpcMasterServer::Options rpc_options;
   rpc_options.metrics = &metrics;
+  rpc_options.security = config.security;
   auto rpc = yuebing::master::GrpcMasterServer::Start(GrpcAddress(config.rpc_host, config.rpc_port),
                                                       &service, rpc_options);
   if (!rpc.ok()) return Fail(1, absl::StrCat("rpc server: ", rpc.status().message()));
