@@ -21,6 +21,7 @@
 #include "support/etcd_process.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/master/master_service.h"
+#include "yuebing/store/client.h"
 
 namespace yuebing::master {
 namespace {
@@ -259,6 +260,26 @@ TEST(MasterAuthProcessTest, MasterAndStoreProcessesWithSecretAndTls) {
   ASSERT_TRUE(exit_status.ok());
   EXPECT_TRUE(WIFEXITED(*exit_status) && WEXITSTATUS(*exit_status) == 1) << output;
   EXPECT_TRUE(absl::StrContains(output, "requires the cluster secret")) << output;
+
+  // An in-process store client with the secret (no segment of its own): its bytes go to the
+  // store process over the authenticated transport and come back.
+  store::ClientConfig config;
+  config.master_server_address = address;
+  config.cluster_secret = kSecret;
+  config.master_tls_ca_file = cert.cert_path;
+  config.enable_shm = false;
+  auto user = store::Client::Create(config);
+  ASSERT_TRUE(user.ok()) << user.status();
+  const std::string value(256 << 10, 'v');
+  ASSERT_TRUE((*user)->Put("secret-object", value).ok());
+  auto got = (*user)->Get("secret-object");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, value);
+  EXPECT_GT((*user)->Engine().Stats().tcp_bytes, 0u);
+  user->reset();
+  config.cluster_secret = kOtherSecret;
+  auto wrong = store::Client::Create(config);
+  EXPECT_FALSE(wrong.ok());
 
   (*store)->Signal(SIGTERM);
   EXPECT_TRUE((*store)->Wait(std::chrono::seconds(30)).ok());
