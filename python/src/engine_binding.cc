@@ -24,6 +24,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "binding_util.h"
+#include "yuebing/common/cluster_auth.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
@@ -105,6 +106,12 @@ class PyTransferEngine {
     options.protocol = AsciiLower(absl::StripAsciiWhitespace(protocol));
     if (options.protocol.empty()) options.protocol = "tcp";
     options.enable_shm = ShmEnabledByEnv();
+    absl::StatusOr<std::string> secret = LoadClusterSecret();  // $YUEBING_CLUSTER_SECRET[_FILE]
+    if (!secret.ok()) {
+      YB_LOG_ERROR("yuebing: TransferEngine.initialize: {}", secret.status().ToString());
+      return -1;
+    }
+    options.cluster_secret = *std::move(secret);
     py::gil_scoped_release release;
     yuebing::MutexLock lifecycle(&lifecycle_mu_);
     if (Acquire() != nullptr) {

@@ -104,8 +104,12 @@ absl::Status CheckAddress(const std::string& address) {
 class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackService {
  public:
   Handler(MasterService* service, std::function<uint64_t()> term,
-          std::function<absl::Status()> admit, MasterMetrics* metrics)
-      : service_(service), term_(std::move(term)), admit_(std::move(admit)), metrics_(metrics) {}
+          std::function<absl::Status()> admit, MasterMetrics* metrics, std::string cluster_secret)
+      : service_(service),
+        term_(std::move(term)),
+        admit_(std::move(admit)),
+        metrics_(metrics),
+        cluster_secret_(std::move(cluster_secret)) {}
 
   grpc::ServerUnaryReactor* MountSegment(grpc::CallbackServerContext* context,
                                          const rpc::MountSegmentRequest* request,
@@ -255,6 +259,11 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   template <typename Reply, typename Body>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, RpcOp op, Reply* reply,
                                   Body&& body) {
+    if (grpc::Status auth = CheckMasterCallCredential(*context, cluster_secret_); !auth.ok()) {
+      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+      reactor->Finish(auth);  // refused before the request reaches the MasterService
+      return reactor;
+    }
     const Clock::time_point start = Clock::now();
     Outcome outcome;
     try {
@@ -328,6 +337,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   const std::function<uint64_t()> term_;
   const std::function<absl::Status()> admit_;
   MasterMetrics* const metrics_;
+  const std::string cluster_secret_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
@@ -344,8 +354,12 @@ absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
   }
 
   std::unique_ptr<GrpcMasterServer> server(new GrpcMasterServer());
-  server->handler_ = std::make_unique<Handler>(service, std::move(options.term_provider),
-                                               std::move(options.admit), options.metrics);
+  server->handler_ =
+      std::make_unique<Handler>(service, std::move(options.term_provider), std::move(options.admit),
+                                options.metrics, options.security.cluster_secret);
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MasterServerCredentials(options.security);
+  if (!credentials.ok()) return credentials.status();
 
   grpc::ServerBuilder builder;
   // Without this gRPC sets SO_REUSEPORT, and a second master would share the port silently.
@@ -354,7 +368,7 @@ absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   int selected_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.AddListeningPort(address, *credentials, &selected_port);
   builder.RegisterService(server->handler_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || selected_port <= 0) {

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "master/master_metrics.h"
+#include "rpc/master_rpc_security.h"
 #include "yuebing/master/master_service.h"
 
 namespace grpc {
@@ -48,6 +49,9 @@ class GrpcMasterServer {
     std::function<absl::Status()> admit;
     // Counters updated per RPC; may be nullptr. Not owned.
     MasterMetrics* metrics = nullptr;
+    // Cluster secret (calls without a valid credential get UNAUTHENTICATED) and TLS certificate;
+    // empty fields mean off. See rpc/master_rpc_security.h and docs/security.md.
+    MasterRpcSecurity security;
   };
 
   // Binds `address` ("host:port"; port 0 picks a free one; "[v6]:port" for IPv6) and starts

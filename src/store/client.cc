@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "store/client_security.h"
 #include "store/fault_point.h"
 #include "store/master_client.h"
 #include "transport/socket_util.h"
@@ -210,7 +211,9 @@ absl::Status ClientImpl::Init() {
   if (config_.master_server_address.empty()) {
     return MakeError(ErrorCode::kInvalidParams, "master_server_address is empty");
   }
+  YB_ASSIGN_OR_RETURN(MasterRpcSecurity security, LoadClientSecurity(config_));
   transport::TransferEngineOptions options;
+  options.cluster_secret = security.cluster_secret;
   options.metadata_conn = config_.metadata_server;
   options.local_server_name = config_.local_hostname;
   options.protocol = config_.protocol;
@@ -227,8 +230,13 @@ absl::Status ClientImpl::Init() {
   }
   engine_ = std::move(engine).value();
   host_ = HostOf(engine_->LocalSegmentName());
-  YB_ASSIGN_OR_RETURN(master_,
-                      MasterClient::Create(config_.master_server_address, config_.rpc_timeout));
+  YB_ASSIGN_OR_RETURN(
+      master_, MasterClient::Create(config_.master_server_address, config_.rpc_timeout, security));
+  master_->SetNewTermCallback([this](uint64_t term) {
+    YB_LOG_INFO("master term {} is new; re-mounting", term);
+    yuebing::MutexLock lock(&ping_mu_);
+    remount_pending_ = true;
+  });
   master_->SetNewTermCallback([this](uint64_t term) {
     YB_LOG_INFO("master term {} is new; re-mounting", term);
     yuebing::MutexLock lock(&ping_mu_);

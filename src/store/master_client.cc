@@ -28,14 +28,15 @@ constexpr char kDefaultClusterId[] = "mooncake_cluster";
 // Under a storm of failing calls the leader is re-read from etcd at most this often.
 constexpr auto kMinResolveGap = std::chrono::milliseconds(50);
 
-std::shared_ptr<rpc::MasterService::Stub> NewStub(const std::string& address) {
+std::shared_ptr<rpc::MasterService::Stub> NewStub(const std::string& address,
+                                                  const MasterRpcSecurity& security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
   // Reconnect quickly after a master restart.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto channel = grpc::CreateCustomChannel(address, MasterChannelCredentials(security), args);
   return std::shared_ptr<rpc::MasterService::Stub>(rpc::MasterService::NewStub(channel));
 }
 
@@ -50,10 +51,19 @@ class MasterClient::Impl {
     std::string address;
   };
 
-  Impl(std::string address, std::chrono::milliseconds timeout)
-      : timeout(timeout), address_(std::move(address)), stub_(NewStub(address_)) {}
-  Impl(std::unique_ptr<EtcdClient> etcd, std::string key, std::chrono::milliseconds timeout)
-      : timeout(timeout), etcd_(std::move(etcd)), key_(std::move(key)) {}
+  Impl(std::string address, std::chrono::milliseconds timeout, MasterRpcSecurity security)
+      : timeout(timeout),
+        secret(security.cluster_secret),
+        security_(std::move(security)),
+        address_(std::move(address)),
+        stub_(NewStub(address_, security_)) {}
+  Impl(std::unique_ptr<EtcdClient> etcd, std::string key, std::chrono::milliseconds timeout,
+       MasterRpcSecurity security)
+      : timeout(timeout),
+        secret(security.cluster_secret),
+        security_(std::move(security)),
+        etcd_(std::move(etcd)),
+        key_(std::move(key)) {}
 
   bool uses_etcd() const { return etcd_ != nullptr; }
 
@@ -93,7 +103,7 @@ class MasterClient::Impl {
     const std::string& address = (*leader)->value;
     if (stub_ == nullptr || address != address_) {
       auto& cached = stubs_[address];
-      if (cached == nullptr) cached = NewStub(address);
+      if (cached == nullptr) cached = NewStub(address, security_);
       stub_ = cached;
       address_ = address;
     }
@@ -108,8 +118,10 @@ class MasterClient::Impl {
   }
 
   const std::chrono::milliseconds timeout;
+  const std::string secret;  // cluster secret for per-call credentials ("" = none)
 
  private:
+  const MasterRpcSecurity security_;
   std::unique_ptr<EtcdClient> etcd_;  // null for a fixed address
   const std::string key_;
   yuebing::Mutex mu_;
@@ -145,12 +157,13 @@ MasterClient::MasterClient(std::string address, std::unique_ptr<Impl> impl)
 MasterClient::~MasterClient() = default;
 
 absl::StatusOr<std::unique_ptr<MasterClient>> MasterClient::Create(
-    const std::string& address, std::chrono::milliseconds timeout) {
+    const std::string& address, std::chrono::milliseconds timeout,
+    const MasterRpcSecurity& security) {
   if (address.empty()) return MakeError(ErrorCode::kInvalidParams, "empty master address");
   absl::string_view rest = address;
   if (!absl::ConsumePrefix(&rest, kEtcdScheme)) {
     return std::unique_ptr<MasterClient>(
-        new MasterClient(address, std::make_unique<Impl>(address, timeout)));
+        new MasterClient(address, std::make_unique<Impl>(address, timeout, security)));
   }
   std::string cluster_id = kDefaultClusterId;
   if (const size_t query = rest.find('?'); query != absl::string_view::npos) {
@@ -171,7 +184,7 @@ absl::StatusOr<std::unique_ptr<MasterClient>> MasterClient::Create(
   }
   std::string key = absl::StrCat("yuebing/", cluster_id, "/master/leader");
   return std::unique_ptr<MasterClient>(new MasterClient(
-      address, std::make_unique<Impl>(std::move(etcd).value(), std::move(key), timeout)));
+      address, std::make_unique<Impl>(std::move(etcd).value(), std::move(key), timeout, security)));
 }
 
 namespace {
@@ -192,6 +205,9 @@ absl::Status Call(const char* name,
     YB_ASSIGN_OR_RETURN(MasterClient::Impl::Target target, impl.Get(deadline));
     grpc::ClientContext context;
     context.set_deadline(deadline);
+    if (absl::Status auth = AttachMasterCallCredential(&context, impl.secret); !auth.ok()) {
+      return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, ": ", auth.message()));
+    }
     reply.Clear();
     grpc::Status rpc_status = (target.stub.get()->*method)(&context, request, &reply);
     if (!rpc_status.ok()) {

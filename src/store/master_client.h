@@ -24,15 +24,19 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "rpc/master_rpc_security.h"
 #include "yuebing/master/types.h"
 
 namespace yuebing::store {
 
 class MasterClient {
  public:
-  // Creates the channel (connection happens lazily). Errors: kInvalidParams for an empty address.
-  static absl::StatusOr<std::unique_ptr<MasterClient>> Create(const std::string& address,
-                                                              std::chrono::milliseconds timeout);
+  // Creates the channel (connection happens lazily). `security`: cluster secret sent as a per-call
+  // credential, and a CA bundle for TLS (empty: off). Errors: kInvalidParams for an empty address
+  // or a malformed etcd:// address.
+  static absl::StatusOr<std::unique_ptr<MasterClient>> Create(
+      const std::string& address, std::chrono::milliseconds timeout,
+      const MasterRpcSecurity& security = {});
   ~MasterClient();
 
   absl::StatusOr<uint64_t> MountSegment(const master::ClientId& client,

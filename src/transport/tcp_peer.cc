@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/socket_util.h"
+#include "transport/tcp_auth.h"
 #include "transport/wire_format.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
@@ -45,6 +46,10 @@ absl::Status ReplyToStatus(WireStatus status, const std::string& segment) {
       return absl::PermissionDeniedError(message);
     case WireStatus::kStaleEpoch:
       return absl::FailedPreconditionError(message);
+    case WireStatus::kUnauthenticated:
+      return absl::PermissionDeniedError(
+          absl::StrCat("target ", segment,
+                       " requires cluster authentication and this process has no cluster secret"));
     default:
       return absl::InternalError(message);
   }
@@ -162,7 +167,11 @@ void TcpPeer::SenderLoop(Connection* conn) {
   absl::StatusOr<int> fd = ConnectTcp(options_.host, options_.port, options_.connect_timeout);
   absl::Status status = fd.status();
   if (fd.ok()) {
-    status = SendHello(*fd, options_.segment_name, options_.epoch);
+    if (!options_.cluster_secret.empty()) {
+      status = AuthenticateToTarget(*fd, options_.cluster_secret, options_.segment_name,
+                                    std::chrono::steady_clock::now() + options_.connect_timeout);
+    }
+    if (status.ok()) status = SendHello(*fd, options_.segment_name, options_.epoch);
     if (!status.ok()) CloseFd(*fd);
   }
   {

@@ -47,6 +47,9 @@ struct TcpPeerOptions {
   std::chrono::milliseconds connect_timeout{3000};
   // Requests up to this size are sent by the submitting thread when a connection is idle.
   uint64_t inline_send_bytes = 64 << 10;
+  // When non-empty, each connection authenticates with it (tcp_auth.h) before HELLO, within
+  // connect_timeout.
+  std::string cluster_secret;
 };
 
 class TcpPeer {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/socket_util.h"
+#include "transport/tcp_auth.h"
 #include "transport/wire_format.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
@@ -41,6 +42,20 @@ bool WaitReadable(int fd) {
     rc = poll(&pfd, 1, -1);
   } while (rc < 0 && errno == EINTR);
   return rc > 0 && (pfd.revents & POLLIN) != 0;
+}
+
+// The reply type answering a request type (for refusals before authentication).
+FrameType ReplyTypeOf(FrameType request) {
+  switch (request) {
+    case FrameType::kHello:
+      return FrameType::kHelloReply;
+    case FrameType::kWrite:
+      return FrameType::kWriteReply;
+    case FrameType::kRead:
+      return FrameType::kReadReply;
+    default:
+      return FrameType::kDescribeReply;
+  }
 }
 
 absl::Status Drain(int fd, uint64_t length) {
@@ -146,11 +161,25 @@ void TcpServer::ReapLocked() {
 
 void TcpServer::ServeConnection(Connection* conn) {
   const int fd = conn->fd;
+  const AuthDeadline handshake_deadline =
+      std::chrono::steady_clock::now() + options_.handshake_timeout;
+  const bool needs_auth = !options_.cluster_secret.empty();
+  bool authenticated = !needs_auth;
+  bool bounded = true;  // reads are bounded by the handshake deadline until the connection is in
   bool greeted = false;
   absl::Status status;
-  while (!stopping_ && WaitReadable(fd)) {
+  while (!stopping_) {
     uint8_t bytes[kFrameHeaderBytes];
-    status = RecvAll(fd, bytes, kFrameHeaderBytes);
+    if (bounded) {
+      status = RecvAllUntil(fd, bytes, kFrameHeaderBytes, handshake_deadline);
+      if (absl::IsDeadlineExceeded(status)) {
+        YB_LOG_WARN("closing connection from {}: no {} within {} ms", PeerAddress(fd),
+                    needs_auth ? "authentication" : "request", options_.handshake_timeout.count());
+      }
+    } else {
+      if (!WaitReadable(fd)) break;
+      status = RecvAll(fd, bytes, kFrameHeaderBytes);
+    }
     if (!status.ok()) break;
     absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
     if (!header.ok()) {
@@ -158,6 +187,30 @@ void TcpServer::ServeConnection(Connection* conn) {
       YB_LOG_WARN("closing connection: malformed frame: {}", status.message());
       break;
     }
+    if (header->type == FrameType::kAuthHello) {
+      if (authenticated && needs_auth) {
+        status = absl::InvalidArgumentError("second AUTH_HELLO");
+        break;
+      }
+      status = AuthenticateInitiator(fd, options_.cluster_secret, *header, handshake_deadline);
+      if (!status.ok()) {
+        YB_LOG_WARN("refused transport connection from {}: {}", PeerAddress(fd), status.message());
+        break;
+      }
+      authenticated = true;
+      bounded = false;
+      continue;
+    }
+    if (!authenticated) {
+      // Nothing of the request is read or served: no registered memory, no descriptor.
+      (void)SendReply(fd, ReplyTypeOf(header->type), WireStatus::kUnauthenticated, *header, nullptr,
+                      0);
+      status = absl::PermissionDeniedError(
+          "request without cluster authentication (the initiator has no cluster secret)");
+      YB_LOG_WARN("refused transport connection from {}: {}", PeerAddress(fd), status.message());
+      break;
+    }
+    bounded = false;
     switch (header->type) {
       case FrameType::kHello: {
         std::string name(header->length, '\0');

@@ -1,7 +1,9 @@
 // The target side of the TCP transport: accepts connections, answers HELLO and DESCRIBE, and
 // serves READ/WRITE frames straight from/into registered memory after checking every range
 // against the MemoryRegistry. A refused range gets an error reply (its WRITE payload is read and
-// discarded, so the stream stays usable); a malformed frame closes the connection.
+// discarded, so the stream stays usable); a malformed frame closes the connection. With a cluster
+// secret, a connection that has not authenticated is refused before any registered memory or the
+// descriptor is touched.
 //
 // Thread safety: Start/port/~TcpServer from the owner; connections are served on their own threads
 // (one per connection, at most max_connections).
@@ -29,6 +31,13 @@ struct TcpServerOptions {
   uint32_t max_connections = 1024;
   // A started frame must be fully received within this time, or the connection is closed.
   std::chrono::milliseconds frame_timeout{30000};
+  // Cluster secret: when non-empty every connection must pass the mutual challenge-response of
+  // tcp_auth.h before anything else is served; when empty, AUTH_HELLO is refused
+  // (kUnauthenticated).
+  std::string cluster_secret;
+  // A new connection must send its first frame, and with a secret finish the handshake, within this
+  // time, or it is closed: a silent stranger holds a server thread at most this long.
+  std::chrono::milliseconds handshake_timeout{5000};
 };
 
 class TcpServer {

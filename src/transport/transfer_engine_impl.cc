@@ -20,6 +20,7 @@
 #include "transport/segment_descriptor.h"
 #include "transport/shared_memory.h"
 #include "transport/socket_util.h"
+#include "transport/tcp_auth.h"
 #include "transport/tcp_peer.h"
 #include "transport/tcp_server.h"
 #include "transport/transfer_batch.h"
@@ -42,8 +43,10 @@ uint64_t RandomEpoch() {
 }
 
 // Asks the engine listening at `name` ("host:port") for its descriptor (P2P handshake).
+// With a cluster secret the connection authenticates first (the descriptor names shm memfds).
 absl::StatusOr<std::string> DescribeOverTcp(const std::string& name,
-                                            std::chrono::milliseconds timeout) {
+                                            std::chrono::milliseconds timeout,
+                                            const std::string& secret) {
   YB_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(name));
   if (!address.port) {
     return absl::InvalidArgumentError(
@@ -53,17 +56,28 @@ absl::StatusOr<std::string> DescribeOverTcp(const std::string& name,
   timeval tv{static_cast<time_t>(timeout.count() / 1000),
              static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  absl::Status status;
+  if (!secret.empty()) {
+    status = AuthenticateToTarget(fd, secret, name, std::chrono::steady_clock::now() + timeout);
+  }
   FrameHeader request;
   request.type = FrameType::kDescribe;
   uint8_t bytes[kFrameHeaderBytes];
   EncodeFrameHeader(request, bytes);
-  absl::Status status = SendAll(fd, bytes, kFrameHeaderBytes);
+  if (status.ok()) status = SendAll(fd, bytes, kFrameHeaderBytes);
   if (status.ok()) status = RecvAll(fd, bytes, kFrameHeaderBytes);
   std::string out;
   if (status.ok()) {
     absl::StatusOr<FrameHeader> reply = DecodeFrameHeader(bytes);
     if (!reply.ok() || reply->type != FrameType::kDescribeReply) {
       status = absl::InternalError(absl::StrCat("bad DESCRIBE reply from ", name));
+    } else if (reply->status == WireStatus::kUnauthenticated) {
+      status = absl::PermissionDeniedError(
+          absl::StrCat("segment ", name,
+                       " requires cluster authentication and this process has no cluster secret"));
+    } else if (reply->status != WireStatus::kOk) {
+      status = absl::InternalError(
+          absl::StrCat("DESCRIBE refused by ", name, ": ", WireStatusText(reply->status)));
     } else {
       out.resize(reply->length);
       status = RecvAll(fd, out.data(), out.size());
@@ -146,7 +160,8 @@ class TransferEngineImpl final : public TransferEngine {
  private:
   absl::Status Register(const RegisteredBuffer& buffer);
   // The descriptor of this engine's segment as it is now, stamped with `version`.
-  std::string DescribeLocal(uint64_t version);
+  // include_shm=false hides the memfd numbers (for the metadata server when a secret is set).
+  std::string DescribeLocal(uint64_t version, bool include_shm);
   absl::Status Publish();
   absl::StatusOr<SegmentDescriptor> FetchDescriptor(const std::string& name);
   absl::StatusOr<std::shared_ptr<PeerSegment>> FindSegment(SegmentHandle handle);
@@ -219,6 +234,8 @@ absl::Status TransferEngineImpl::Init() {
   server_options.port = local.port.value_or(0);
   server_options.max_connections = options_.tcp_max_server_connections;
   server_options.frame_timeout = options_.request_timeout;
+  server_options.cluster_secret = options_.cluster_secret;
+  server_options.handshake_timeout = options_.auth_handshake_timeout;
   YB_ASSIGN_OR_RETURN(server_, TcpServer::Bind(server_options, &registry_));
   tcp_host_ = local.host;
   segment_name_ = local.host.find(':') != std::string::npos
@@ -231,7 +248,7 @@ absl::Status TransferEngineImpl::Init() {
       yuebing::MutexLock lock(&publish_mu_);
       version = descriptor_version_;
     }
-    return DescribeLocal(version);
+    return DescribeLocal(version, /*include_shm=*/true);
   });
   YB_RETURN_IF_ERROR(Publish());
   watchdog_ = std::thread(&TransferEngineImpl::WatchdogLoop, this);
@@ -264,7 +281,7 @@ TransferEngineImpl::~TransferEngineImpl() {
   for (auto& [addr, region] : owned_shm_) FreeSharedRegion(region);
 }
 
-std::string TransferEngineImpl::DescribeLocal(uint64_t version) {
+std::string TransferEngineImpl::DescribeLocal(uint64_t version, bool include_shm) {
   SegmentDescriptor d;
   d.name = segment_name_;
   d.tcp_host = tcp_host_;
@@ -274,8 +291,8 @@ std::string TransferEngineImpl::DescribeLocal(uint64_t version) {
   d.epoch = epoch_;
   d.version = version;
   for (const RegisteredBuffer& b : registry_.Snapshot()) {
-    d.buffers.push_back(
-        {b.addr, b.length, b.location, options_.enable_shm ? b.shm_fd : -1, b.shm_id});
+    d.buffers.push_back({b.addr, b.length, b.location,
+                         options_.enable_shm && include_shm ? b.shm_fd : -1, b.shm_id});
   }
   return EncodeSegmentDescriptor(d);
 }
@@ -284,7 +301,9 @@ absl::Status TransferEngineImpl::Publish() {
   yuebing::MutexLock lock(&publish_mu_);  // orders publications
   ++descriptor_version_;
   if (metadata_ == nullptr) return absl::OkStatus();
-  return metadata_->Put(SegmentMetadataKey(segment_name_), DescribeLocal(descriptor_version_));
+  // With a cluster secret the memfd numbers are given only over an authenticated DESCRIBE.
+  return metadata_->Put(SegmentMetadataKey(segment_name_),
+                        DescribeLocal(descriptor_version_, options_.cluster_secret.empty()));
 }
 
 absl::Status TransferEngineImpl::Register(const RegisteredBuffer& buffer) {
@@ -375,8 +394,18 @@ absl::StatusOr<SegmentDescriptor> TransferEngineImpl::FetchDescriptor(const std:
           absl::StrCat("no segment named '", name, "' in ", metadata_->Describe()));
     }
     YB_ASSIGN_OR_RETURN(text, std::move(value));
+    if (!options_.cluster_secret.empty() && options_.enable_shm) {
+      // The published descriptor hides the memfds; a same-host peer asks the target itself, over
+      // an authenticated connection, to learn them.
+      absl::StatusOr<SegmentDescriptor> published = DecodeSegmentDescriptor(text);
+      if (published.ok() && published->host_id == LocalHostId()) {
+        YB_ASSIGN_OR_RETURN(
+            text, DescribeOverTcp(name, options_.connect_timeout, options_.cluster_secret));
+      }
+    }
   } else {
-    YB_ASSIGN_OR_RETURN(text, DescribeOverTcp(name, options_.connect_timeout));
+    YB_ASSIGN_OR_RETURN(text,
+                        DescribeOverTcp(name, options_.connect_timeout, options_.cluster_secret));
   }
   YB_ASSIGN_OR_RETURN(SegmentDescriptor descriptor, DecodeSegmentDescriptor(text));
   if (descriptor.name != name) {
@@ -395,6 +424,7 @@ std::shared_ptr<TcpPeer> TransferEngineImpl::MakeTcpPeer(const SegmentDescriptor
   peer.connections = options_.tcp_connections_per_peer;
   peer.max_inflight_bytes = options_.tcp_max_inflight_bytes_per_peer;
   peer.connect_timeout = options_.connect_timeout;
+  peer.cluster_secret = options_.cluster_secret;
   return std::make_shared<TcpPeer>(std::move(peer));
 }
 

@@ -32,6 +32,11 @@ uint64_t MaxPayload(FrameType type) {
       return kMaxDataFrameBytes;
     case FrameType::kDescribeReply:
       return kMaxDescriptorBytes;
+    case FrameType::kAuthHello:
+    case FrameType::kAuthProof:
+      return kAuthNonceBytes;
+    case FrameType::kAuthChallenge:
+      return kAuthNonceBytes + kAuthMacBytes;
     case FrameType::kRead:  // length is what is asked for, no payload follows
       return kMaxDataFrameBytes;
     default:
@@ -62,11 +67,11 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t in[kFrameHeaderBytes
   }
   uint8_t type = Get<uint8_t>(in, 5);
   if (type < static_cast<uint8_t>(FrameType::kHello) ||
-      type > static_cast<uint8_t>(FrameType::kDescribeReply)) {
+      type > static_cast<uint8_t>(FrameType::kAuthResult)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown frame type ", type));
   }
   int32_t status = Get<int32_t>(in, 8);
-  if (status < 0 || status > static_cast<int32_t>(WireStatus::kInternal)) {
+  if (status < 0 || status > static_cast<int32_t>(WireStatus::kUnauthenticated)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown frame status ", status));
   }
   FrameHeader header;
@@ -95,6 +100,8 @@ const char* WireStatusText(WireStatus status) {
       return "protocol error";
     case WireStatus::kInternal:
       return "internal error at the target";
+    case WireStatus::kUnauthenticated:
+      return "cluster authentication failed (secret missing on one side, or different)";
   }
   return "unknown";
 }

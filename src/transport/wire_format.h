@@ -4,7 +4,10 @@
 //
 // A connection must start with HELLO (naming the target segment and the epoch the initiator
 // expects) before any READ or WRITE; DESCRIBE is allowed first (the P2P handshake). Replies come in
-// request order. A malformed header (bad magic/version/type, oversize length) makes the receiver
+// request order. With a cluster secret, the connection starts instead with the mutual
+// challenge-response AUTH_HELLO -> AUTH_CHALLENGE -> AUTH_PROOF -> AUTH_RESULT (tcp_auth.h); any
+// other frame before it succeeds is answered with kUnauthenticated and the connection is closed.
+// A malformed header (bad magic/version/type, oversize length) makes the receiver
 // close the connection: the stream cannot be trusted after it.
 #pragma once
 
@@ -33,7 +36,15 @@ enum class FrameType : uint8_t {
   kReadReply = 6,
   kDescribe = 7,
   kDescribeReply = 8,
+  kAuthHello = 9,       // payload: initiator nonce
+  kAuthChallenge = 10,  // payload: target nonce + target proof (status kUnauthenticated: no secret)
+  kAuthProof = 11,      // payload: initiator proof
+  kAuthResult = 12,     // no payload; status says whether the initiator was accepted
 };
+
+// Payload sizes of the authentication frames.
+inline constexpr uint64_t kAuthNonceBytes = 32;
+inline constexpr uint64_t kAuthMacBytes = 32;
 
 // Outcome carried by reply frames.
 enum class WireStatus : int32_t {
@@ -42,6 +53,7 @@ enum class WireStatus : int32_t {
   kStaleEpoch = 2,     // HELLO named another segment or an older epoch
   kProtocolError = 3,  // request not allowed in this state
   kInternal = 4,
+  kUnauthenticated = 5,  // cluster secret missing on one side, or different
 };
 
 struct FrameHeader {

@@ -1,5 +1,6 @@
 // yb_test_target: a transfer engine target in its own process, for multi-process tests.
 // Usage: yb_test_target [--metadata=CONN] [--size=BYTES] [--shm]
+// The cluster secret comes from the environment ($YUEBING_CLUSTER_SECRET[_FILE]).
 // Registers one buffer (shm-backed with --shm), prints "READY <segment> <addr> <length>" and
 // serves until SIGTERM/SIGINT.
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "yuebing/common/cluster_auth.h"
 #include "yuebing/common/stop_signals.h"
 #include "yuebing/transport/transfer_engine.h"
 
@@ -22,6 +24,12 @@ int main(int argc, char** argv) {
     if (arg.rfind("--size=", 0) == 0) size = std::stoull(arg.substr(7));
     if (arg == "--shm") shm = true;
   }
+  auto secret = yuebing::LoadClusterSecret();
+  if (!secret.ok()) {
+    std::fprintf(stderr, "secret: %s\n", secret.status().ToString().c_str());
+    return 1;
+  }
+  options.cluster_secret = *secret;
   const sigset_t signals = yuebing::BlockStopSignals();
   auto engine = yuebing::transport::TransferEngine::Create(options);
   if (!engine.ok()) {

@@ -38,6 +38,7 @@
 #include "master/grpc_master_server.h"
 #include "master/leader_election.h"
 #include "master/master_metrics.h"
+#include "security_flags.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/http_metadata_server.h"
@@ -130,6 +131,7 @@ struct Config {
   std::string cluster_id;
   std::string advertise_host;
   std::chrono::seconds lease_ttl{5};
+  yuebing::MasterRpcSecurity security;  // security_flags.h
 };
 
 absl::Status FlagError(absl::string_view flag, absl::string_view message) {
@@ -295,6 +297,9 @@ absl::StatusOr<Config> ConfigFromFlags() {
       config.advertise_host = name;
     }
   }
+  auto security = yuebing::master::MasterSecurityFromFlags();
+  if (!security.ok()) return security.status();
+  config.security = *std::move(security);
   return config;
 }
 
@@ -356,6 +361,7 @@ int Serve(const Config& config) {
   }
   yuebing::master::AdminHttpServer::Options admin_options;
   admin_options.term_provider = rpc_options.term_provider;
+  rpc_options.security = config.security;
   auto rpc = yuebing::master::GrpcMasterServer::Start(GrpcAddress(config.rpc_host, config.rpc_port),
                                                       &service, rpc_options);
   if (!rpc.ok()) return Fail(1, absl::StrCat("rpc server: ", rpc.status().message()));

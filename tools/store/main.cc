@@ -23,6 +23,11 @@ ABSL_FLAG(std::string, global_segment_size, "1GB", "memory contributed to the cl
 ABSL_FLAG(std::string, protocol, "tcp", "transfer protocol (tcp; rdma falls back to tcp)");
 ABSL_FLAG(std::string, device_name, "", "RDMA device names (unused with tcp)");
 ABSL_FLAG(int, rpc_timeout_ms, 5000, "deadline of each master call");
+ABSL_FLAG(std::string, cluster_secret_file, "",
+          "file holding the cluster secret (else $YUEBING_CLUSTER_SECRET_FILE / "
+          "$YUEBING_CLUSTER_SECRET); authenticates transfers and master calls");
+ABSL_FLAG(std::string, master_tls_ca_file, "",
+          "PEM CA bundle: reach the master over TLS (else $YUEBING_MASTER_TLS_CA_FILE)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("standalone yuebing store server: contributes memory to a cluster");
@@ -43,6 +48,8 @@ int main(int argc, char** argv) {
   config.protocol = absl::GetFlag(FLAGS_protocol);
   config.device_name = absl::GetFlag(FLAGS_device_name);
   config.rpc_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_rpc_timeout_ms));
+  config.cluster_secret_file = absl::GetFlag(FLAGS_cluster_secret_file);
+  config.master_tls_ca_file = absl::GetFlag(FLAGS_master_tls_ca_file);
   auto client = yuebing::store::Client::Create(config);
   if (!client.ok()) {
     std::fprintf(stderr, "yuebing-store: %s\n", client.status().ToString().c_str());

@@ -46,6 +46,15 @@ struct ClientConfig {
   std::chrono::milliseconds ping_interval{1000};
   bool enable_checksum = true;
   bool enable_shm = true;
+  // Cluster secret (docs/security.md), read once by Client::Create: this value when non-empty,
+  // else the file cluster_secret_file, else $YUEBING_CLUSTER_SECRET_FILE, else
+  // $YUEBING_CLUSTER_SECRET; none of them set means no authentication. It authenticates the
+  // transfer engine's connections and every master call.
+  std::string cluster_secret;
+  std::string cluster_secret_file;
+  // PEM CA bundle the master's TLS certificate must chain to (else $YUEBING_MASTER_TLS_CA_FILE);
+  // when neither is set the master is reached in plaintext.
+  std::string master_tls_ca_file;
 };
 
 struct ClientStats {

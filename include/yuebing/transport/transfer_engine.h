@@ -86,6 +86,14 @@ struct TransferEngineOptions {
   uint32_t max_batch_size = 65536;
   // Touch every page of registered memory so first transfers do not pay page faults.
   bool prefault_on_register = true;
+  // Cluster secret (see docs/security.md). Non-empty: every TCP connection, in both directions,
+  // must pass a mutual HMAC-SHA256 challenge-response before any READ/WRITE/DESCRIBE is served,
+  // and peers without it (or with another one) are refused. Empty: no authentication, and peers
+  // that use one are refused. Not read from the environment here: callers load it once at start
+  // (yuebing::LoadClusterSecret), as the store client does.
+  std::string cluster_secret;
+  // A new inbound connection must send its first frame / finish authentication within this time.
+  std::chrono::milliseconds auth_handshake_timeout{5000};
 };
 
 class TransferEngine {
