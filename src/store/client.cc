@@ -237,11 +237,6 @@ absl::Status ClientImpl::Init() {
     yuebing::MutexLock lock(&ping_mu_);
     remount_pending_ = true;
   });
-  master_->SetNewTermCallback([this](uint64_t term) {
-    YB_LOG_INFO("master term {} is new; re-mounting", term);
-    yuebing::MutexLock lock(&ping_mu_);
-    remount_pending_ = true;
-  });
   if (config_.global_segment_size > 0) {
     auto memory = engine_->AllocateSharedMemory(config_.global_segment_size);
     if (!memory.ok()) {
