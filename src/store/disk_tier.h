@@ -41,7 +41,7 @@ struct DiskTierOptions {
   std::string host = "127.0.0.1";  // where readers reach the disk service
   uint16_t port = 0;               // 0: any free port
   std::chrono::milliseconds sync_interval{100};
-  uint32_t max_tasks = 64;  // spill tasks taken per sync
+  uint32_t max_tasks = 16;  // spill tasks taken per sync (all due within spill_timeout)
 };
 
 struct DiskTierStats {

@@ -50,7 +50,7 @@ struct MasterOptions {
   // Disk tier: an object chosen for eviction on a segment whose owner has a disk tier is handed
   // to that store as a spill task instead of being dropped; if the spill is not reported within
   // this time, the object is evicted plainly.
-  std::chrono::milliseconds spill_timeout{5000};
+  std::chrono::milliseconds spill_timeout{30000};
   // Spill tasks waiting per store at most; past it eviction drops objects plainly.
   uint32_t max_queued_spills = 4096;
 };
