@@ -139,6 +139,9 @@ uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now) {
 }
 
 void MasterService::Impl::EvictForSpace(uint64_t bytes_target, int64_t now) {
+  // Spills under way will free at least this much: another pass would only spill more objects
+  // (the put fails now and finds the room on a retry).
+  if (spilling_bytes_.load() >= bytes_target) return;
   const uint64_t passes_before = eviction_passes_.load();
   absl::MutexLock lock(&eviction_mu_);
   if (eviction_passes_.load() != passes_before) return;  // one just ran: retry with its result
