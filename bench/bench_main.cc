@@ -16,12 +16,13 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: yuebing-bench <transfer|socket|memcpy|store|replay> [--flags]\n"
+    "usage: yuebing-bench <transfer|socket|memcpy|store|replay|spill> [--flags]\n"
     "  transfer  transfer engine throughput/latency (--mode=target|initiator)\n"
     "  socket    raw loopback TCP baseline (--mode=server|client [--pingpong])\n"
     "  memcpy    single-thread memcpy baseline\n"
     "  store     store put/get/exist against a cluster (--master_server_address)\n"
     "  replay    trace replay against a cluster: hit rate vs an ideal LRU (--trace)\n"
+    "  spill     disk tier spill + read-back throughput (--spill_bytes, --block_size)\n"
     "Run `yuebing-bench transfer --helpfull` for every flag.";
 
 }  // namespace
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
     status = yuebing::bench::RunStoreBench();
   } else if (command == "replay") {
     status = yuebing::bench::RunReplayBench();
+  } else if (command == "spill") {
+    status = yuebing::bench::RunSpillBench();
   } else {
     std::fprintf(stderr, "unknown subcommand: %s\n%s\n", command.c_str(), kUsage);
     return 2;

@@ -16,5 +16,7 @@ absl::Status RunMemcpyBench();
 absl::Status RunStoreBench();
 // Trace replay against a running cluster: hit rate vs an ideal LRU (replay_bench.cc).
 absl::Status RunReplayBench();
+// Disk tier spill + read-back throughput against a running cluster (spill_bench.cc).
+absl::Status RunSpillBench();
 
 }  // namespace yuebing::bench

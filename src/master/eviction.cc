@@ -22,7 +22,8 @@ struct Sampled {
 
 bool Evictable(const ObjectEntry& entry, int64_t now) {
   return (entry.flags & (kEntryUsed | kEntryComplete)) == (kEntryUsed | kEntryComplete) &&
-         !(entry.flags & (kEntryHardPin | kEntryPendingUpsert)) && entry.time_ns <= now;
+         !(entry.flags & (kEntryHardPin | kEntryPendingUpsert | kEntrySpilling)) &&
+         entry.time_ns <= now;
 }
 
 bool SoftPinned(const ObjectEntry& entry, int64_t now) {
@@ -97,6 +98,9 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
       }
       progress.bytes += AlignedSize(entry.size) * entry.replicas;
       ++progress.count;
+      // With a disk tier the object is copied out first and freed when the copy is reported;
+      // its bytes count as freed here so that one pass does not queue more than it needs.
+      if (TrySpill(s, i, now)) continue;
       DropObject(s, i, now, Unfinished::kFreeNow);
       if (progress.Done()) return;
     }
@@ -135,6 +139,9 @@ uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now) {
 }
 
 void MasterService::Impl::EvictForSpace(uint64_t bytes_target, int64_t now) {
+  // Spills under way will free at least this much: another pass would only spill more objects
+  // (the put fails now and finds the room on a retry).
+  if (spilling_bytes_.load() >= bytes_target) return;
   const uint64_t passes_before = eviction_passes_.load();
   yuebing::MutexLock lock(&eviction_mu_);
   if (eviction_passes_.load() != passes_before) return;  // one just ran: retry with its result
@@ -143,7 +150,9 @@ void MasterService::Impl::EvictForSpace(uint64_t bytes_target, int64_t now) {
 
 void MasterService::Impl::EvictAboveWatermark(int64_t now) {
   const uint64_t capacity = capacity_bytes_.load();
-  const uint64_t used = used_bytes_.load();
+  // Memory being spilled is as good as freed: counting it again would spill more than needed.
+  const uint64_t in_use = used_bytes_.load();
+  const uint64_t used = in_use - std::min(in_use, spilling_bytes_.load());
   if (capacity == 0) return;
   const long double limit =
       static_cast<long double>(options_.eviction_high_watermark_ratio) * capacity;

@@ -38,6 +38,7 @@ void ToRpc(const Replica& replica, rpc::ReplicaMsg* out) {
   out->set_epoch(replica.epoch);
   out->set_address(replica.address);
   out->set_size(replica.size);
+  if (!replica.disk_endpoint.empty()) out->set_disk_endpoint(replica.disk_endpoint);
 }
 
 absl::Status Invalid(absl::string_view message) {
@@ -249,6 +250,39 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     return Serve(context, RpcOp::kRemoveAll, reply, [&]() -> Outcome {
       reply->set_removed(service_->RemoveAll(request->force()));
       return {};
+    });
+  }
+
+  grpc::ServerUnaryReactor* SyncDiskTier(grpc::CallbackServerContext* context,
+                                         const rpc::SyncDiskTierRequest* request,
+                                         rpc::SyncDiskTierReply* reply) override {
+    return Serve(context, RpcOp::kSyncDiskTier, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      DiskSyncRequest sync;
+      sync.endpoint = request->endpoint();
+      sync.tier_id = request->tier_id();
+      sync.full = request->full();
+      sync.max_tasks = request->max_tasks();
+      for (const rpc::DiskObjectMsg& o : request->spilled()) {
+        sync.spilled.push_back(DiskObject{o.key(), o.size(), o.checksum()});
+      }
+      for (const rpc::DiskObjectMsg& o : request->announced()) {
+        sync.announced.push_back(DiskObject{o.key(), o.size(), o.checksum()});
+      }
+      sync.removed = Keys(request->removed());
+      auto result = service_->SyncDiskTier(request->client_id(), sync);
+      if (!result.ok()) return {result.status()};
+      reply->set_need_full_sync(result->need_full_sync);
+      for (const SpillTask& task : result->spill) {
+        rpc::SpillTaskMsg* msg = reply->add_spill();
+        msg->set_key(task.key);
+        msg->set_address(task.address);
+        msg->set_size(task.size);
+        msg->set_checksum(task.checksum);
+      }
+      for (const std::string& key : result->drop) reply->add_drop(key);
+      return {absl::OkStatus(), static_cast<uint64_t>(sync.spilled.size() + sync.announced.size() +
+                                                      sync.removed.size())};
     });
   }
 

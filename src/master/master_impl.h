@@ -8,6 +8,7 @@
 //   eviction_mu_  one eviction pass at a time.
 //   Shard::mu     one shard of the object index.
 //   retired_mu_   allocations waiting for a deadline before they are freed.
+//   spill_mu_     per-store queues of spill tasks and drops (a leaf: nothing is taken under it).
 //   SegmentState::mu  one segment's allocator.
 //
 // Space rules (what keeps readers and late writers from seeing reused bytes):
@@ -67,6 +68,14 @@ struct PendingPut {
   std::vector<ReplicaRef> replicas;
 };
 
+// An object held only by a store's disk tier.
+struct DiskEntry {
+  uint64_t owner = 0;     // client serial of the store holding the file
+  uint32_t endpoint = 0;  // index into MasterService::Impl::endpoints_
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+};
+
 struct Shard {
   yuebing::Mutex mu;
   ObjectTable table ABSL_GUARDED_BY(mu);
@@ -74,11 +83,27 @@ struct Shard {
   absl::flat_hash_map<uint32_t, std::vector<ReplicaRef>> extra ABSL_GUARDED_BY(mu);
   absl::flat_hash_map<uint32_t, PendingPut> pending ABSL_GUARDED_BY(mu);
   absl::flat_hash_set<uint32_t> in_progress ABSL_GUARDED_BY(mu);  // entries not yet complete
+  // Disk-only objects. A key is in `table` or here, never both.
+  absl::flat_hash_map<std::string, DiskEntry> disk ABSL_GUARDED_BY(mu);
+  // Entries with kEntrySpilling: the deadline of their spill and the memory it will free.
+  struct Spill {
+    int64_t deadline_ns;
+    uint64_t bytes;
+  };
+  absl::flat_hash_map<uint32_t, Spill> spilling ABSL_GUARDED_BY(mu);
+};
+
+// Work waiting for one store's next SyncDiskTier.
+struct SpillQueue {
+  std::vector<SpillTask> tasks;
+  std::vector<std::string> drops;
 };
 
 struct ClientInfo {
   uint64_t serial = 0;  // never reused: identifies the writer of a put
   std::atomic<int64_t> last_ping_ns{0};
+  // Index into endpoints_ + 1 of this store's disk tier; 0: none. Written under exclusive topo_mu_.
+  uint32_t disk_endpoint = 0;
 };
 
 struct SegmentState {
@@ -206,6 +231,26 @@ class MasterService::Impl {
   void EvictAboveWatermark(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   void ReleaseZombiePuts(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
 
+  // --- disk tier (disk_tier.cc) ---
+  absl::StatusOr<DiskSyncReply> SyncDiskTier(const ClientId& client, const DiskSyncRequest& request)
+      ABSL_LOCKS_EXCLUDED(topo_mu_);
+  // Queues a spill of the object at `index` to a store with a disk tier holding one of its
+  // replicas and marks it kEntrySpilling; false when none can take it (then evict plainly).
+  bool TrySpill(Shard& s, uint32_t index, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Clears kEntrySpilling of a live entry (its spill is over, whatever the outcome).
+  void EndSpill(Shard& s, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Evicts objects whose spill passed its deadline.
+  void ExpireSpills(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Forgets the disk objects and queues of these stores (expired clients).
+  void DropDiskTiers(const absl::flat_hash_set<uint64_t>& serials)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_);
+  // Removes a disk-only object and tells its store to delete the file.
+  void DropDiskObject(Shard& s, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void QueueDrop(uint64_t serial, std::string key) ABSL_LOCKS_EXCLUDED(spill_mu_);
+  // The location of a disk-only object.
+  ObjectLocation DiskLocation(const DiskEntry& entry) const ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+
   const MasterOptions options_;
   Clock& clock_;
   const uint64_t alignment_;
@@ -232,6 +277,21 @@ class MasterService::Impl {
 
   yuebing::Mutex retired_mu_;
   std::vector<RetiredRange> retired_ ABSL_GUARDED_BY(retired_mu_);  // min-heap on free_at_ns
+
+  // Disk tiers seen (interned by tier id and endpoint, never removed).
+  struct DiskTierInfo {
+    std::string endpoint;
+    std::string tier_id;
+  };
+  std::vector<DiskTierInfo> endpoints_ ABSL_GUARDED_BY(topo_mu_);
+  absl::flat_hash_map<std::string, uint32_t> endpoint_ids_ ABSL_GUARDED_BY(topo_mu_);
+  const int64_t spill_timeout_ns_;
+  yuebing::Mutex spill_mu_ ABSL_ACQUIRED_AFTER(retired_mu_);
+  absl::flat_hash_map<uint64_t, SpillQueue> spill_queues_ ABSL_GUARDED_BY(spill_mu_);
+  std::atomic<uint64_t> disk_objects_{0};
+  // Memory of objects being spilled: counted as freed by the watermark check.
+  std::atomic<uint64_t> spilling_bytes_{0};
+  std::atomic<uint64_t> spilled_objects_{0};
 
   std::atomic<uint64_t> access_seq_{0};
   std::atomic<uint64_t> objects_{0};

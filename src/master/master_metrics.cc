@@ -8,18 +8,10 @@
 namespace yuebing::master {
 namespace {
 
-constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {"MountSegment",
-                                                              "UnmountSegment",
-                                                              "Ping",
-                                                              "BatchPutStart",
-                                                              "BatchPutEnd",
-                                                              "BatchPutRevoke",
-                                                              "BatchGetReplicaList",
-                                                              "BatchExist",
-                                                              "BatchRemove",
-                                                              "GetSize",
-                                                              "RemoveByRegex",
-                                                              "RemoveAll"};
+constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {
+    "MountSegment",   "UnmountSegment",      "Ping",        "BatchPutStart", "BatchPutEnd",
+    "BatchPutRevoke", "BatchGetReplicaList", "BatchExist",  "BatchRemove",   "GetSize",
+    "RemoveByRegex",  "RemoveAll",           "SyncDiskTier"};
 
 constexpr const char* kPrefix = "yuebing_master_";
 
@@ -165,6 +157,10 @@ std::string RenderPrometheus(const MasterStats& stats, const MasterMetrics& metr
   Scalar(&out, "evicted_objects_total", "counter", "Objects evicted since start.",
          stats.evicted_objects);
   Scalar(&out, "evictions_total", "counter", "Eviction passes run since start.", stats.evictions);
+  Scalar(&out, "disk_objects", "gauge", "Objects held only by a store's disk tier.",
+         stats.disk_objects);
+  Scalar(&out, "spilled_objects_total", "counter",
+         "Objects moved from memory to a disk tier since start.", stats.spilled_objects);
   AppendSegments(&out, stats);
   RpcCounter(&out, rpcs, "rpc_requests_total", "RPCs served.",
              [](const MasterMetrics::RpcSnapshot& r) { return r.requests; });

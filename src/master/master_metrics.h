@@ -30,8 +30,9 @@ enum class RpcOp : int {
   kGetSize,
   kRemoveByRegex,
   kRemoveAll,
+  kSyncDiskTier,
 };
-inline constexpr size_t kRpcOpCount = 12;
+inline constexpr size_t kRpcOpCount = 13;
 
 // The RPC's name in master.proto, e.g. "BatchPutStart".
 const char* RpcOpName(RpcOp op);

@@ -59,7 +59,8 @@ MasterService::Impl::Impl(MasterOptions options, Clock& clock)
       release_timeout_ns_(ToNs(options.put_start_release_timeout)),
       // Epochs continue from the wall clock so that a restarted master never hands out an
       // epoch a client already saw from its predecessor.
-      next_epoch_(static_cast<uint64_t>(std::max<int64_t>(clock.WallMillis(), 0)) * 1000 + 1) {
+      next_epoch_(static_cast<uint64_t>(std::max<int64_t>(clock.WallMillis(), 0)) * 1000 + 1),
+      spill_timeout_ns_(ToNs(options.spill_timeout)) {
   shards_.reserve(options_.num_shards);
   for (uint32_t i = 0; i < options_.num_shards; ++i) shards_.push_back(std::make_unique<Shard>());
 }
@@ -152,7 +153,8 @@ std::vector<Replica> MasterService::Impl::ToReplicas(const std::vector<ReplicaRe
   replicas.reserve(refs.size());
   for (const ReplicaRef& ref : refs) {
     const SegmentState& seg = *segments_[ref.segment];
-    replicas.push_back(Replica{seg.segment.name, seg.epoch, seg.segment.base + ref.offset, size});
+    replicas.push_back(
+        Replica{seg.segment.name, seg.epoch, seg.segment.base + ref.offset, size, {}});
   }
   return replicas;
 }
@@ -179,6 +181,7 @@ void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfi
     free_at = mode == Unfinished::kFreeNow ? now : entry.time_ns + release_timeout_ns_;
     s.in_progress.erase(index);
   }
+  EndSpill(s, index);
   const uint64_t length = AlignedSize(entry.size);
   for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, length, free_at, now);
   if (entry.replicas > 1) s.extra.erase(index);
@@ -190,6 +193,11 @@ void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfi
 
 absl::StatusOr<uint32_t> MasterService::Impl::PrepareKey(Shard& s, absl::string_view key,
                                                          bool upsert, int64_t now) {
+  if (auto disk = s.disk.find(key); disk != s.disk.end()) {
+    if (!upsert) return MakeError(ErrorCode::kObjectAlreadyExists, "key exists (on disk)");
+    DropDiskObject(s, disk->first);  // replaced: the new value goes to memory
+    return kNone;
+  }
   const uint32_t index = s.table.Find(key);
   if (index == kNone) return kNone;
   ObjectEntry& entry = s.table.at(index);
@@ -312,6 +320,7 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     const int64_t free_at = std::max(now, entry.time_ns);
     const uint64_t old_length = AlignedSize(entry.size);
     for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, old_length, free_at, now);
+    EndSpill(s, index);  // a report of the old version will not match
     entry.size = done.size;
     entry.flags = kEntryUsed | done.pins;
     SetReplicas(s, index, done.replicas);
@@ -360,6 +369,9 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
   Shard& s = ShardFor(key);
   yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
+  if (index == kNone) {
+    if (auto disk = s.disk.find(key); disk != s.disk.end()) return DiskLocation(disk->second);
+  }
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
   }
@@ -382,7 +394,8 @@ bool MasterService::Impl::Exist(const std::string& key) {
   Shard& s = ShardFor(key);
   yuebing::ReaderMutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
-  return index != kNone && (s.table.at(index).flags & kEntryComplete);
+  if (index == kNone) return s.disk.contains(key);
+  return (s.table.at(index).flags & kEntryComplete) != 0;
 }
 
 absl::StatusOr<uint64_t> MasterService::Impl::GetSize(const std::string& key) {
@@ -390,6 +403,9 @@ absl::StatusOr<uint64_t> MasterService::Impl::GetSize(const std::string& key) {
   Shard& s = ShardFor(key);
   yuebing::ReaderMutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
+  if (index == kNone) {
+    if (auto disk = s.disk.find(key); disk != s.disk.end()) return disk->second.size;
+  }
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
   }
@@ -405,6 +421,12 @@ absl::Status MasterService::Impl::Remove(const std::string& key, bool force) {
   Shard& s = ShardFor(key);
   yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
+  if (index == kNone) {
+    if (auto disk = s.disk.find(key); disk != s.disk.end()) {
+      DropDiskObject(s, disk->first);
+      return absl::OkStatus();
+    }
+  }
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
   }
@@ -431,6 +453,12 @@ uint64_t MasterService::Impl::RemoveMatching(bool force, Match&& match) {
       DropObject(s, i, now, Unfinished::kHoldUntilRelease);
       ++removed;
     }
+    std::vector<std::string> disk_keys;
+    for (const auto& [key, entry] : s.disk) {
+      if (match(key)) disk_keys.push_back(key);
+    }
+    for (const std::string& key : disk_keys) DropDiskObject(s, key);
+    removed += disk_keys.size();
   }
   return removed;
 }
@@ -476,6 +504,7 @@ void MasterService::Impl::Tick() {
   yuebing::ReaderMutexLock topo(&topo_mu_);
   ReleaseZombiePuts(now);
   FreeRetired(now);
+  ExpireSpills(now);
   EvictAboveWatermark(now);
 }
 
@@ -618,6 +647,11 @@ std::vector<absl::Status> MasterService::BatchRemove(const std::vector<std::stri
   results.reserve(keys.size());
   for (const std::string& key : keys) results.push_back(impl_->Remove(key, force));
   return results;
+}
+
+absl::StatusOr<DiskSyncReply> MasterService::SyncDiskTier(const ClientId& client,
+                                                          const DiskSyncRequest& request) {
+  return impl_->SyncDiskTier(client, request);
 }
 
 void MasterService::Tick() { impl_->Tick(); }

@@ -28,6 +28,7 @@ inline constexpr uint8_t kEntryComplete = 2;  // visible to readers
 inline constexpr uint8_t kEntrySoftPin = 4;
 inline constexpr uint8_t kEntryHardPin = 8;
 inline constexpr uint8_t kEntryPendingUpsert = 16;  // a replacing put is in progress (side table)
+inline constexpr uint8_t kEntrySpilling = 32;  // being copied to a store's disk tier (side table)
 
 // Per-object metadata. Per-segment data (name, base, epoch) is stored once in the segment table
 // and referenced by slot; replicas beyond the first live in a per-shard side table.

@@ -151,6 +151,7 @@ void MasterService::Impl::ExpireLocked(const std::vector<ClientId>& ids, int64_t
     }
   }
   UnmountLocked(slots, serials, now);
+  DropDiskTiers(serials);
   for (const ClientId& id : ids) {
     YB_LOG_WARN("client {} missed pings for longer than client_ttl: dropped", id);
     clients_.erase(id);
@@ -317,6 +318,8 @@ MasterStats MasterService::Impl::Stats() {
   stats.evicted_objects = evicted_objects_.load();
   stats.evictions = eviction_passes_.load();
   stats.clients = clients_.size();
+  stats.disk_objects = disk_objects_.load();
+  stats.spilled_objects = spilled_objects_.load();
   for (const std::unique_ptr<SegmentState>& seg : segments_) {
     if (seg == nullptr) continue;
     SegmentUsage usage;

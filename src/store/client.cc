@@ -2,10 +2,12 @@
 #include "yuebing/store/client.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
+#include <httplib.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -15,6 +17,7 @@
 #include "absl/time/time.h"
 #include "store/client_security.h"
 #include "store/fault_point.h"
+#include "store/disk_tier.h"
 #include "store/master_client.h"
 #include "transport/socket_util.h"
 #include "yuebing/common/error_code.h"
@@ -178,6 +181,11 @@ class ClientImpl final : public Client {
   // restart), so the segment is reopened. Replicas older than the newest epoch seen are refused.
   absl::StatusOr<SegmentHandle> HandleFor(const Replica& replica);
   void PingLoop();
+  // Reads object i of a ReadObjects call from the disk replica `replica` into its buffers,
+  // verifying size and checksum. kObjectNotFound when the store no longer has it or the bytes
+  // fail the checksum, kTransferFail when the store cannot be reached in transfer_timeout.
+  absl::Status ReadFromDisk(const std::string& key, const Replica& replica,
+                            const ObjectLocation& location, const std::vector<Buffer>& buffers);
 
   const ClientConfig config_;
   const master::ClientId id_;
@@ -202,8 +210,10 @@ class ClientImpl final : public Client {
   }
   std::thread ping_thread_;
 
+  std::unique_ptr<DiskTier> disk_tier_;
+
   std::atomic<uint64_t> puts_{0}, gets_{0}, hits_{0}, misses_{0}, checksum_failures_{0},
-      lease_expired_{0}, failovers_{0};
+      lease_expired_{0}, failovers_{0}, disk_reads_{0};
 };
 
 absl::Status ClientImpl::Init() {
@@ -247,6 +257,18 @@ absl::Status ClientImpl::Init() {
     }
     global_segment_ = *memory;
     YB_RETURN_IF_ERROR(MountGlobalSegment());
+    if (!config_.ssd_path.empty()) {
+      DiskTierOptions disk;
+      disk.path = config_.ssd_path;
+      disk.capacity = config_.ssd_capacity;
+      disk.host = host_;
+      disk.port = config_.ssd_port;
+      YB_ASSIGN_OR_RETURN(disk_tier_, DiskTier::Start(disk, master_.get(), id_,
+                                                      reinterpret_cast<uint64_t>(global_segment_),
+                                                      config_.global_segment_size));
+    }
+  } else if (!config_.ssd_path.empty()) {
+    return MakeError(ErrorCode::kInvalidParams, "ssd_path needs global_segment_size > 0");
   } else {
     YB_RETURN_IF_ERROR(master_->Ping(id_).status());
   }
@@ -255,6 +277,7 @@ absl::Status ClientImpl::Init() {
 }
 
 ClientImpl::~ClientImpl() {
+  disk_tier_.reset();  // its sync loop uses master_
   {
     yuebing::MutexLock lock(&ping_mu_);
     stopping_ = true;
@@ -523,6 +546,19 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
       ++misses_;
       continue;
     }
+    if (!location->replicas.front().disk_endpoint.empty()) {
+      // Disk-only objects (the master lists one disk replica and nothing else).
+      absl::Status read = ReadFromDisk(keys[i], location->replicas.front(), *location, buffers[i]);
+      if (read.ok()) {
+        ++hits_;
+        ++disk_reads_;
+        results[i] = location->size;
+        continue;
+      }
+      if (ToErrorCode(read) == ErrorCode::kObjectNotFound) ++misses_;
+      results[i] = std::move(read);
+      continue;
+    }
     candidates[i] = ReadOrder(location->replicas);
     pending.push_back(i);
   }
@@ -623,6 +659,60 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
   return results;
 }
 
+absl::Status ClientImpl::ReadFromDisk(const std::string& key, const Replica& replica,
+                                      const ObjectLocation& location,
+                                      const std::vector<Buffer>& buffers) {
+  absl::StatusOr<transport::HostPort> where = transport::ParseHostPort(replica.disk_endpoint);
+  if (!where.ok() || !where->port.has_value()) {
+    return MakeError(ErrorCode::kTransferFail,
+                     absl::StrCat("bad disk endpoint '", replica.disk_endpoint, "'"));
+  }
+  httplib::Client http(where->host, *where->port);
+  const auto timeout = config_.transfer_timeout;
+  http.set_connection_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
+                              static_cast<time_t>(timeout.count() % 1000 * 1000));
+  http.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
+                        static_cast<time_t>(timeout.count() % 1000 * 1000));
+  http.set_write_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
+                         static_cast<time_t>(timeout.count() % 1000 * 1000));
+  httplib::Result res = http.Post("/disk/get", key, "application/octet-stream");
+  if (!res) {
+    return MakeError(ErrorCode::kTransferFail,
+                     absl::StrCat("disk read of '", key, "' from ", replica.disk_endpoint, ": ",
+                                  httplib::to_string(res.error())));
+  }
+  if (res->status == 404) {
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("'", key, "' is gone from ", replica.disk_endpoint));
+  }
+  if (res->status != 200) {
+    return MakeError(ErrorCode::kTransferFail,
+                     absl::StrCat("disk read of '", key, "' from ", replica.disk_endpoint,
+                                  ": HTTP ", res->status));
+  }
+  const std::string& body = res->body;
+  if (body.size() != location.size) {
+    ++checksum_failures_;
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("disk copy of '", key, "' has the wrong size"));
+  }
+  if (config_.enable_checksum && location.checksum != 0 &&
+      Checksum({absl::string_view(body)}) != location.checksum) {
+    ++checksum_failures_;
+    YB_LOG_WARN("checksum mismatch reading '{}' from disk on {}", key, replica.disk_endpoint);
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("disk copy of '", key, "' failed its checksum"));
+  }
+  uint64_t offset = 0;
+  for (const Buffer& b : buffers) {
+    const uint64_t length = std::min(b.size, body.size() - offset);
+    if (length == 0) break;
+    std::memcpy(b.data, body.data() + offset, length);
+    offset += length;
+  }
+  return absl::OkStatus();
+}
+
 std::vector<absl::StatusOr<std::string>> ClientImpl::BatchGet(
     const std::vector<std::string>& keys) {
   Lookup lookup = LookUp(keys);
@@ -700,6 +790,7 @@ ClientStats ClientImpl::Stats() const {
   stats.checksum_failures = checksum_failures_.load();
   stats.lease_expired = lease_expired_.load();
   stats.replica_failovers = failovers_.load();
+  stats.disk_reads = disk_reads_.load();
   return stats;
 }
 

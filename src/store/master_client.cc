@@ -141,7 +141,8 @@ absl::Status FromRpc(const rpc::Status& status) {
 }
 
 master::Replica FromRpc(const rpc::ReplicaMsg& msg) {
-  return master::Replica{msg.segment_name(), msg.epoch(), msg.address(), msg.size()};
+  return master::Replica{msg.segment_name(), msg.epoch(), msg.address(), msg.size(),
+                         msg.disk_endpoint()};
 }
 
 template <typename T>
@@ -422,6 +423,39 @@ absl::StatusOr<uint64_t> MasterClient::RemoveAll(bool force) {
   YB_RETURN_IF_ERROR(YB_CALL(RemoveAll, request, reply));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));
   return reply.removed();
+}
+
+absl::StatusOr<master::DiskSyncReply> MasterClient::SyncDiskTier(
+    const master::ClientId& client, const master::DiskSyncRequest& sync) {
+  rpc::SyncDiskTierRequest request;
+  request.set_client_id(client);
+  request.set_endpoint(sync.endpoint);
+  request.set_tier_id(sync.tier_id);
+  request.set_full(sync.full);
+  request.set_max_tasks(sync.max_tasks);
+  for (const master::DiskObject& o : sync.spilled) {
+    rpc::DiskObjectMsg* msg = request.add_spilled();
+    msg->set_key(o.key);
+    msg->set_size(o.size);
+    msg->set_checksum(o.checksum);
+  }
+  for (const master::DiskObject& o : sync.announced) {
+    rpc::DiskObjectMsg* msg = request.add_announced();
+    msg->set_key(o.key);
+    msg->set_size(o.size);
+    msg->set_checksum(o.checksum);
+  }
+  for (const std::string& key : sync.removed) request.add_removed(key);
+  rpc::SyncDiskTierReply reply;
+  YB_RETURN_IF_ERROR(YB_CALL(SyncDiskTier, request, reply));
+  YB_RETURN_IF_ERROR(FromRpc(reply.status()));
+  master::DiskSyncReply out;
+  out.need_full_sync = reply.need_full_sync();
+  for (const rpc::SpillTaskMsg& t : reply.spill()) {
+    out.spill.push_back(master::SpillTask{t.key(), t.address(), t.size(), t.checksum()});
+  }
+  out.drop.assign(reply.drop().begin(), reply.drop().end());
+  return out;
 }
 
 #undef YB_CALL

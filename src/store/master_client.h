@@ -60,6 +60,9 @@ class MasterClient {
   absl::StatusOr<uint64_t> GetSize(const std::string& key);
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
   absl::StatusOr<uint64_t> RemoveAll(bool force);
+  // Disk tier exchange (see MasterService::SyncDiskTier).
+  absl::StatusOr<master::DiskSyncReply> SyncDiskTier(const master::ClientId& client,
+                                                     const master::DiskSyncRequest& request);
 
   const std::string& address() const { return address_; }
   uint64_t term() const { return max_term_.load(); }

@@ -21,6 +21,7 @@ class Cluster {
     int stores = 3;
     std::string store_size = "64MB";
     std::vector<std::string> master_flags;
+    std::vector<std::string> store_flags;  // extra flags of every store
   };
 
   explicit Cluster(Options options) : options_(std::move(options)) {}
@@ -51,10 +52,11 @@ class Cluster {
   }
 
   bool StartStore() {
-    auto store =
-        test_support::ChildProcess::Start({test_support::BuildPath("tools/store/yuebing-store"),
-                                           "--master_server_address=" + master_address_,
-                                           "--global_segment_size=" + options_.store_size});
+    std::vector<std::string> argv = {test_support::BuildPath("tools/store/yuebing-store"),
+                                     "--master_server_address=" + master_address_,
+                                     "--global_segment_size=" + options_.store_size};
+    argv.insert(argv.end(), options_.store_flags.begin(), options_.store_flags.end());
+    auto store = test_support::ChildProcess::Start(argv);
     EXPECT_TRUE(store.ok()) << store.status();
     if (!store.ok()) return false;
     auto line = (*store)->WaitForLine("yuebing-store ready", std::chrono::seconds(20));

@@ -1,7 +1,9 @@
 // yuebing-store: a standalone store server. It contributes --global_segment_size bytes of memory
 // (shared-memory backed) to the cluster managed by --master_server_address and serves transfers
 // until SIGINT/SIGTERM, then unmounts and exits 0. Prints
-// "yuebing-store ready segment=<name> size=<bytes>" once mounted.
+// "yuebing-store ready segment=<name> size=<bytes>" once mounted. With --ssd_path it also keeps
+// a disk tier: objects evicted from its memory are spilled to files there (bounded by
+// --ssd_capacity) and served back (docs/store.md, "Disk tier").
 #include <signal.h>
 
 #include <cstdio>
@@ -28,6 +30,9 @@ ABSL_FLAG(std::string, cluster_secret_file, "",
           "$YUEBING_CLUSTER_SECRET); authenticates transfers and master calls");
 ABSL_FLAG(std::string, master_tls_ca_file, "",
           "PEM CA bundle: reach the master over TLS (else $YUEBING_MASTER_TLS_CA_FILE)");
+ABSL_FLAG(std::string, ssd_path, "", "directory of the disk tier (empty: no disk tier)");
+ABSL_FLAG(std::string, ssd_capacity, "10GB", "bytes the disk tier may use, e.g. 100GB");
+ABSL_FLAG(int, ssd_port, 0, "port of the disk read service (0: any free port)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("standalone yuebing store server: contributes memory to a cluster");
@@ -36,6 +41,21 @@ int main(int argc, char** argv) {
   if (!size.ok() || *size == 0) {
     std::fprintf(stderr, "yuebing-store: bad --global_segment_size: %s\n",
                  size.ok() ? "must be > 0" : size.status().ToString().c_str());
+    return 2;
+  }
+  uint64_t ssd_capacity = 0;
+  if (!absl::GetFlag(FLAGS_ssd_path).empty()) {
+    absl::StatusOr<uint64_t> parsed = yuebing::ParseSize(absl::GetFlag(FLAGS_ssd_capacity));
+    if (!parsed.ok() || *parsed == 0) {
+      std::fprintf(stderr, "yuebing-store: bad --ssd_capacity: %s\n",
+                   parsed.ok() ? "must be > 0" : parsed.status().ToString().c_str());
+      return 2;
+    }
+    ssd_capacity = *parsed;
+  }
+  const int ssd_port = absl::GetFlag(FLAGS_ssd_port);
+  if (ssd_port < 0 || ssd_port > 65535) {
+    std::fprintf(stderr, "yuebing-store: bad --ssd_port %d\n", ssd_port);
     return 2;
   }
   const sigset_t signals = yuebing::BlockStopSignals();
@@ -50,6 +70,9 @@ int main(int argc, char** argv) {
   config.rpc_timeout = std::chrono::milliseconds(absl::GetFlag(FLAGS_rpc_timeout_ms));
   config.cluster_secret_file = absl::GetFlag(FLAGS_cluster_secret_file);
   config.master_tls_ca_file = absl::GetFlag(FLAGS_master_tls_ca_file);
+  config.ssd_path = absl::GetFlag(FLAGS_ssd_path);
+  config.ssd_capacity = ssd_capacity;
+  config.ssd_port = static_cast<uint16_t>(ssd_port);
   auto client = yuebing::store::Client::Create(config);
   if (!client.ok()) {
     std::fprintf(stderr, "yuebing-store: %s\n", client.status().ToString().c_str());

@@ -47,6 +47,12 @@ struct MasterOptions {
   uint32_t max_key_bytes = 4096;
   // Objects are placed at this alignment inside segments.
   uint32_t allocation_alignment = 64;
+  // Disk tier: an object chosen for eviction on a segment whose owner has a disk tier is handed
+  // to that store as a spill task instead of being dropped; if the spill is not reported within
+  // this time, the object is evicted plainly.
+  std::chrono::milliseconds spill_timeout{30000};
+  // Spill tasks waiting per store at most; past it eviction drops objects plainly.
+  uint32_t max_queued_spills = 4096;
 };
 
 class MasterService {
@@ -113,10 +119,20 @@ class MasterService {
   std::vector<bool> BatchExist(const std::vector<std::string>& keys);
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force = false);
 
+  // --- disk tier ---
+  // Exchanges disk-tier state with a store (registering `client` when new): records its
+  // endpoint, applies its reports and hands it up to request.max_tasks spill tasks and every
+  // pending drop. A spilled object becomes disk-only: its memory replicas are freed (after any
+  // read lease) and GetReplicaList returns one Replica with disk_endpoint. Reports that no
+  // longer match the object (removed, replaced, changed size/checksum, spill timed out) come
+  // back as drops. Errors: kInvalidParams (bad client id, empty endpoint, too many entries).
+  absl::StatusOr<DiskSyncReply> SyncDiskTier(const ClientId& client,
+                                             const DiskSyncRequest& request);
+
   // Periodic maintenance, run about every 100 ms by the server and explicitly by tests: expires
   // clients past client_ttl (unmounting their segments and revoking their puts), revokes puts
   // older than put_start_release_timeout, frees replaced replicas whose leases ended, and evicts
-  // when usage is above the high watermark.
+  // when usage is above the high watermark, and evicts objects whose spill timed out.
   void Tick();
 
   MasterStats Stats() const;

@@ -20,12 +20,53 @@ struct Segment {
 };
 
 // Where one copy of an object lives: bytes [address, address+size) of transfer-engine segment
-// `segment_name`, valid while the segment's mount `epoch` is current.
+// `segment_name`, valid while the segment's mount `epoch` is current. A disk replica instead has
+// `disk_endpoint` set ("host:port" of the owning store's disk service; segment_name, epoch and
+// address are then empty/0): the bytes are read from that store, not through the engine.
 struct Replica {
   std::string segment_name;
   uint64_t epoch = 0;
   uint64_t address = 0;
   uint64_t size = 0;
+  std::string disk_endpoint;
+};
+
+// --- disk tier (see docs/store.md "Disk tier") ---
+
+// An object file a store holds: reported after a spill, or announced after a (re)start.
+struct DiskObject {
+  std::string key;
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+};
+
+// "Copy this object from your segment into your file store": bytes [address, address+size) of
+// the store's own segment, whose recorded checksum is `checksum` (0: none recorded).
+struct SpillTask {
+  std::string key;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+};
+
+struct DiskSyncRequest {
+  std::string endpoint;  // where this store serves its files ("host:port"); must not be empty
+  // Identity of the file directory (kept in it): a restarted store with the same directory
+  // takes back the objects its previous incarnation reported.
+  std::string tier_id;
+  bool full = false;  // `announced` starts a full listing (after a restart or need_full_sync)
+  std::vector<DiskObject> spilled;    // spill tasks done
+  std::vector<DiskObject> announced;  // files held from before (restart, resync)
+  std::vector<std::string> removed;   // files gone (capacity bound, failed verification)
+  uint32_t max_tasks = 64;            // spill tasks wanted in the reply
+};
+
+struct DiskSyncReply {
+  // The master did not know this store's disk tier (it restarted, or the store expired): the
+  // reports were ignored and the store should announce every file with full = true.
+  bool need_full_sync = false;
+  std::vector<SpillTask> spill;
+  std::vector<std::string> drop;  // files the master no longer wants (removed, replaced, stale)
 };
 
 struct ReplicateConfig {
@@ -60,6 +101,8 @@ struct MasterStats {
   uint64_t evicted_objects = 0;  // since start
   uint64_t evictions = 0;        // eviction passes run
   uint64_t clients = 0;
+  uint64_t disk_objects = 0;     // objects held only by a store's disk tier
+  uint64_t spilled_objects = 0;  // objects moved from memory to a disk tier since start
   std::vector<SegmentUsage> segments;
 };
 

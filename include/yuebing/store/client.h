@@ -55,6 +55,12 @@ struct ClientConfig {
   // PEM CA bundle the master's TLS certificate must chain to (else $YUEBING_MASTER_TLS_CA_FILE);
   // when neither is set the master is reached in plaintext.
   std::string master_tls_ca_file;
+  // Disk tier (needs global_segment_size > 0): objects the master evicts from this client's
+  // segment are spilled into files under ssd_path (at most ssd_capacity bytes) and served from
+  // there; ssd_port is the port of the disk read service (0: any free port). See docs/store.md.
+  std::string ssd_path;
+  uint64_t ssd_capacity = 0;
+  uint16_t ssd_port = 0;
 };
 
 struct ClientStats {
@@ -65,6 +71,7 @@ struct ClientStats {
   uint64_t checksum_failures = 0;
   uint64_t lease_expired = 0;
   uint64_t replica_failovers = 0;  // reads that moved on to another replica
+  uint64_t disk_reads = 0;         // objects read from a store's disk tier
 };
 
 class Client {

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Disk tier throughput on this machine: a yuebing-master and one yuebing-store with a small
+# memory segment and a disk tier in a temp directory; `yuebing-bench spill` writes more than the
+# memory (so most of it is spilled) and reads everything back.
+#   bench/run_spill_bench.sh [BUILD_DIR]    (default: build)
+# Environment: STORE_SIZE (64MB), SSD_CAPACITY (2GB), SPILL_BYTES (512MB), BLOCK (1MB),
+# SSD_DIR (a new directory under TMPDIR or /tmp; removed afterwards), REPORT (text|json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${1:-build}"
+STORE_SIZE="${STORE_SIZE:-64MB}"
+SSD_CAPACITY="${SSD_CAPACITY:-2GB}"
+SPILL_BYTES="${SPILL_BYTES:-512MB}"
+BLOCK="${BLOCK:-1MB}"
+REPORT="${REPORT:-text}"
+WORK=$(mktemp -d)
+SSD_DIR="${SSD_DIR:-$WORK/ssd}"
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+RPC_PORT=$(free_port)
+METRICS_PORT=$(free_port)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK" "$SSD_DIR"
+}
+trap cleanup EXIT
+wait_line() {
+  for _ in $(seq 1 200); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "timed out waiting for '$2' in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+"$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
+  --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
+PIDS+=($!)
+wait_line "$WORK/master.log" "yuebing-master listening"
+"$BUILD/tools/store/yuebing-store" --master_server_address="127.0.0.1:$RPC_PORT" \
+  --global_segment_size="$STORE_SIZE" --ssd_path="$SSD_DIR" --ssd_capacity="$SSD_CAPACITY" \
+  >"$WORK/store.log" 2>&1 &
+PIDS+=($!)
+wait_line "$WORK/store.log" "yuebing-store ready"
+echo "store: $STORE_SIZE memory, disk tier $SSD_CAPACITY in $SSD_DIR ($(df -T "$SSD_DIR" | awk 'NR==2{print $2}'))"
+timeout 600 "$BUILD/bench/yuebing-bench" spill --master_server_address="127.0.0.1:$RPC_PORT" \
+  --spill_bytes="$SPILL_BYTES" --block_size="$BLOCK" --report="$REPORT"
+echo "disk tier after the run: $(find "$SSD_DIR" -name '*.obj' | wc -l) files," \
+  "$(du -sh "$SSD_DIR" | cut -f1)"

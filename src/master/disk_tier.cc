@@ -1,0 +1,249 @@
+// The master's side of store disk tiers: spill tasks instead of plain eviction, disk-only
+// objects, and the SyncDiskTier exchange with stores (see docs/store.md "Disk tier").
+//
+// Life of a spill: eviction picks a complete object with a replica on a store that has a disk
+// tier -> TrySpill queues a task for that store and marks the entry kEntrySpilling (readable, not
+// evictable again) -> the store copies the bytes into its file store and reports them spilled ->
+// the entry leaves the object table (its memory retired until any read lease ends) and becomes
+// a DiskEntry. If no report comes within spill_timeout, ExpireSpills evicts the object plainly;
+// a late report then gets a drop back.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "master/master_impl.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::master {
+namespace {
+
+constexpr size_t kMaxEndpointBytes = 1024;
+constexpr size_t kMaxReportEntries = 65536;
+constexpr uint32_t kMaxTasksPerSync = 4096;
+constexpr size_t kMaxQueuedDrops = 65536;
+
+}  // namespace
+
+void MasterService::Impl::QueueDrop(uint64_t serial, std::string key) {
+  yuebing::MutexLock lock(&spill_mu_);
+  SpillQueue& queue = spill_queues_[serial];
+  // A store that stops syncing cannot grow this without bound; a file whose drop is lost is
+  // only a stale file: reads verify against the master's record, and it is not announced
+  // again unless the store restarts (see docs/store.md, limitations).
+  if (queue.drops.size() < kMaxQueuedDrops) queue.drops.push_back(std::move(key));
+}
+
+void MasterService::Impl::DropDiskObject(Shard& s, const std::string& key) {
+  auto it = s.disk.find(key);
+  if (it == s.disk.end()) return;
+  const uint64_t owner = it->second.owner;
+  std::string k = it->first;
+  s.disk.erase(it);
+  disk_objects_.fetch_sub(1);
+  QueueDrop(owner, std::move(k));
+}
+
+ObjectLocation MasterService::Impl::DiskLocation(const DiskEntry& entry) const {
+  ObjectLocation location;
+  location.size = entry.size;
+  location.checksum = entry.checksum;
+  Replica replica;
+  replica.size = entry.size;
+  replica.disk_endpoint = endpoints_[entry.endpoint].endpoint;
+  location.replicas.push_back(std::move(replica));
+  location.lease_ttl = options_.default_kv_lease_ttl;
+  return location;
+}
+
+bool MasterService::Impl::TrySpill(Shard& s, uint32_t index, int64_t now) {
+  ObjectEntry& entry = s.table.at(index);
+  for (const ReplicaRef& ref : ReplicasOf(s, index)) {
+    const SegmentState& seg = *segments_[ref.segment];
+    if (seg.dying || seg.owner == nullptr || seg.owner->disk_endpoint == 0) continue;
+    if (!OwnerAlive(seg, now)) continue;
+    {
+      yuebing::MutexLock lock(&spill_mu_);
+      SpillQueue& queue = spill_queues_[seg.owner->serial];
+      if (queue.tasks.size() >= options_.max_queued_spills) continue;
+      queue.tasks.push_back(SpillTask{std::string(s.table.key(index)),
+                                      seg.segment.base + ref.offset, entry.size, entry.aux});
+    }
+    entry.flags |= kEntrySpilling;
+    const uint64_t bytes = AlignedSize(entry.size) * entry.replicas;
+    spilling_bytes_.fetch_add(bytes);
+    // The spill_timeout clock starts when the store takes the task (SyncDiskTier); a queued
+    // task waits for a store that still syncs (a dead one expires with its queue and objects).
+    s.spilling[index] = Shard::Spill{INT64_MAX, bytes};
+    return true;
+  }
+  return false;
+}
+
+void MasterService::Impl::EndSpill(Shard& s, uint32_t index) {
+  ObjectEntry& entry = s.table.at(index);
+  if (!(entry.flags & kEntrySpilling)) return;
+  entry.flags &= static_cast<uint8_t>(~kEntrySpilling);
+  auto it = s.spilling.find(index);
+  if (it == s.spilling.end()) return;
+  spilling_bytes_.fetch_sub(it->second.bytes);
+  s.spilling.erase(it);
+}
+
+void MasterService::Impl::ExpireSpills(int64_t now) {
+  uint64_t expired = 0;
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    Shard& s = *shard;
+    yuebing::MutexLock lock(&s.mu);
+    if (s.spilling.empty()) continue;
+    std::vector<uint32_t> due;
+    for (const auto& [index, spill] : s.spilling) {
+      if (spill.deadline_ns <= now) due.push_back(index);
+    }
+    for (uint32_t index : due) {
+      DropObject(s, index, now, Unfinished::kFreeNow);
+      ++expired;
+    }
+  }
+  if (expired > 0) {
+    YB_LOG_WARN("{} spills were not reported within spill_timeout: evicted plainly", expired);
+  }
+}
+
+void MasterService::Impl::DropDiskTiers(const absl::flat_hash_set<uint64_t>& serials) {
+  if (serials.empty()) return;
+  uint64_t dropped = 0;
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    Shard& s = *shard;
+    yuebing::MutexLock lock(&s.mu);
+    for (auto it = s.disk.begin(); it != s.disk.end();) {
+      if (serials.contains(it->second.owner)) {
+        s.disk.erase(it++);
+        ++dropped;
+      } else {
+        ++it;
+      }
+    }
+  }
+  disk_objects_.fetch_sub(dropped);
+  yuebing::MutexLock lock(&spill_mu_);
+  for (uint64_t serial : serials) spill_queues_.erase(serial);
+}
+
+absl::StatusOr<DiskSyncReply> MasterService::Impl::SyncDiskTier(const ClientId& client,
+                                                                const DiskSyncRequest& request) {
+  if (request.endpoint.empty() || request.endpoint.size() > kMaxEndpointBytes) {
+    return MakeError(ErrorCode::kInvalidParams, "bad disk endpoint");
+  }
+  if (request.tier_id.empty() || request.tier_id.size() > kMaxEndpointBytes) {
+    return MakeError(ErrorCode::kInvalidParams, "bad disk tier id");
+  }
+  if (request.spilled.size() + request.announced.size() + request.removed.size() >
+      kMaxReportEntries) {
+    return MakeError(ErrorCode::kInvalidParams, "too many entries in one disk report");
+  }
+  YB_ASSIGN_OR_RETURN(const uint64_t serial, TouchClient(client));
+  DiskSyncReply reply;
+  bool known = false;
+  {
+    yuebing::MutexLock topo(&topo_mu_);
+    auto it = clients_.find(client);
+    if (it == clients_.end()) return MakeError(ErrorCode::kClientNotFound, "client expired");
+    ClientInfo& info = it->second;
+    auto [id, inserted] =
+        endpoint_ids_.try_emplace(absl::StrCat(request.tier_id, "@", request.endpoint),
+                                  static_cast<uint32_t>(endpoints_.size()));
+    if (inserted) endpoints_.push_back(DiskTierInfo{request.endpoint, request.tier_id});
+    known = info.disk_endpoint == id->second + 1;
+    info.disk_endpoint = id->second + 1;
+  }
+  if (!known && !request.full) {
+    // Reports made for another incarnation of this master (or of this client) would be
+    // misread: everything is announced again instead.
+    reply.need_full_sync = true;
+    return reply;
+  }
+  const int64_t now = NowNs();
+  yuebing::ReaderMutexLock topo(&topo_mu_);
+  const auto it = clients_.find(client);
+  if (it == clients_.end() || it->second.serial != serial) {
+    return MakeError(ErrorCode::kClientNotFound, "client expired");
+  }
+  const uint32_t endpoint = it->second.disk_endpoint - 1;
+  std::vector<std::string> drops;
+  for (const DiskObject& object : request.spilled) {
+    if (!ValidateKey(object.key).ok()) continue;
+    Shard& s = ShardFor(object.key);
+    yuebing::MutexLock lock(&s.mu);
+    const uint32_t index = s.table.Find(object.key);
+    if (index == ObjectTable::kNone) {
+      drops.push_back(object.key);  // removed or timed out meanwhile
+      continue;
+    }
+    const ObjectEntry& entry = s.table.at(index);
+    if (!(entry.flags & kEntrySpilling) || (entry.flags & kEntryPendingUpsert) ||
+        entry.size != object.size || entry.aux != object.checksum) {
+      drops.push_back(object.key);  // replaced, or not what was asked for
+      continue;
+    }
+    DropObject(s, index, now, Unfinished::kFreeNow);  // memory waits for read leases
+    s.disk[object.key] = DiskEntry{serial, endpoint, object.size, object.checksum};
+    disk_objects_.fetch_add(1);
+    spilled_objects_.fetch_add(1);
+  }
+  for (const DiskObject& object : request.announced) {
+    if (!ValidateKey(object.key).ok() || object.size == 0) continue;
+    Shard& s = ShardFor(object.key);
+    yuebing::MutexLock lock(&s.mu);
+    if (s.table.Find(object.key) != ObjectTable::kNone) {
+      drops.push_back(object.key);  // the key was put again meanwhile: memory wins
+      continue;
+    }
+    auto [disk, inserted] = s.disk.try_emplace(object.key);
+    if (!inserted && disk->second.owner != serial) {
+      // Another store holds the key. A restarted store (same tier id: same directory) takes
+      // its files back; otherwise the first holder stays and this copy is redundant.
+      if (endpoints_[disk->second.endpoint].tier_id != endpoints_[endpoint].tier_id) {
+        drops.push_back(object.key);
+        continue;
+      }
+    }
+    if (inserted) disk_objects_.fetch_add(1);
+    disk->second = DiskEntry{serial, endpoint, object.size, object.checksum};
+  }
+  // Removals last: a file spilled and then removed within one report ends removed.
+  for (const std::string& key : request.removed) {
+    if (!ValidateKey(key).ok()) continue;
+    Shard& s = ShardFor(key);
+    yuebing::MutexLock lock(&s.mu);
+    auto disk = s.disk.find(key);
+    if (disk != s.disk.end() && disk->second.owner == serial) {
+      s.disk.erase(disk);
+      disk_objects_.fetch_sub(1);
+    }
+  }
+  {
+    yuebing::MutexLock lock(&spill_mu_);
+    SpillQueue& queue = spill_queues_[serial];
+    const size_t take =
+        std::min<size_t>(std::min(request.max_tasks, kMaxTasksPerSync), queue.tasks.size());
+    reply.spill.assign(std::make_move_iterator(queue.tasks.begin()),
+                       std::make_move_iterator(queue.tasks.begin() + take));
+    queue.tasks.erase(queue.tasks.begin(), queue.tasks.begin() + take);
+    reply.drop = std::move(queue.drops);
+    queue.drops.clear();
+  }
+  for (const SpillTask& task : reply.spill) {
+    Shard& s = ShardFor(task.key);
+    yuebing::MutexLock lock(&s.mu);
+    const uint32_t index = s.table.Find(task.key);
+    if (index == ObjectTable::kNone || !(s.table.at(index).flags & kEntrySpilling)) continue;
+    s.spilling[index].deadline_ns = now + spill_timeout_ns_;
+  }
+  reply.drop.insert(reply.drop.end(), std::make_move_iterator(drops.begin()),
+                    std::make_move_iterator(drops.end()));
+  return reply;
+}
+
+}  // namespace yuebing::master

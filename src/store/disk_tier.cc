@@ -1,0 +1,219 @@
+#include "store/disk_tier.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/http_bind.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::store {
+namespace {
+
+constexpr size_t kAnnounceChunk = 1024;
+constexpr size_t kMaxPendingReports = 60000;  // stays under the master's per-report limit
+constexpr auto kServeStartTimeout = std::chrono::seconds(10);
+
+// The directory's identity: read from "tier.id", created (temp + rename) when missing.
+absl::StatusOr<std::string> TierIdOf(const std::string& dir) {
+  const std::string path = dir + "/tier.id";
+  std::ifstream in(path);
+  std::string id;
+  if (in && std::getline(in, id) && id.size() == 32) return id;
+  std::random_device device;
+  id = absl::StrCat(absl::Hex(uint64_t{device()} << 32 | device(), absl::kZeroPad16),
+                    absl::Hex(uint64_t{device()} << 32 | device(), absl::kZeroPad16));
+  const std::string temp = path + ".new";
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << id << "\n";
+    if (!out.flush()) {
+      return MakeError(ErrorCode::kWriteFail, absl::StrCat("cannot write ", temp));
+    }
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    return MakeError(ErrorCode::kWriteFail, absl::StrCat("cannot rename ", temp));
+  }
+  return id;
+}
+
+// The object checksum the store client records (xxh3-64, 0 mapped to 1).
+uint64_t ObjectChecksum(const char* data, size_t size) {
+  const uint64_t value = XXH3_64bits(data, size);
+  return value == 0 ? 1 : value;
+}
+
+}  // namespace
+
+DiskTier::DiskTier(const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+                   uint64_t segment_base, uint64_t segment_size)
+    : options_(options),
+      master_(master),
+      client_id_(std::move(client_id)),
+      segment_base_(segment_base),
+      segment_size_(segment_size) {}
+
+absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Start(const DiskTierOptions& options,
+                                                          MasterClient* master,
+                                                          master::ClientId client_id,
+                                                          uint64_t segment_base,
+                                                          uint64_t segment_size) {
+  if (master == nullptr || segment_base == 0 || segment_size == 0) {
+    return MakeError(ErrorCode::kInvalidParams, "disk tier needs a master and a global segment");
+  }
+  std::unique_ptr<DiskTier> tier(
+      new DiskTier(options, master, std::move(client_id), segment_base, segment_size));
+  YB_ASSIGN_OR_RETURN(tier->files_, FileStore::Open(options.path, options.capacity));
+  YB_ASSIGN_OR_RETURN(tier->tier_id_, TierIdOf(options.path));
+
+  tier->server_ = std::make_unique<httplib::Server>();
+  DiskTier* self = tier.get();
+  tier->server_->Post("/disk/get", [self](const httplib::Request& req, httplib::Response& res) {
+    if (req.body.empty() || req.body.size() > FileStore::kMaxKeyBytes) {
+      res.status = 400;
+      res.set_content("bad key", "text/plain");
+      return;
+    }
+    absl::StatusOr<FileStore::Value> value = self->files_->Read(req.body);
+    if (!value.ok()) {
+      res.status = 404;
+      res.set_content(std::string(value.status().message()), "text/plain");
+      return;
+    }
+    res.set_header("X-Yuebing-Checksum", std::to_string(value->object_checksum));
+    res.set_content(std::move(value->bytes), "application/octet-stream");
+    yuebing::MutexLock lock(&self->mu_);
+    ++self->stats_.served;
+  });
+  tier->server_->set_payload_max_length(FileStore::kMaxKeyBytes);
+  YB_ASSIGN_OR_RETURN(const uint16_t port,
+                      BindHttpServer(*tier->server_, options.host, options.port));
+  tier->endpoint_ = absl::StrCat(options.host, ":", port);
+  tier->server_thread_ = std::thread([self] { self->server_->listen_after_bind(); });
+  const auto deadline = std::chrono::steady_clock::now() + kServeStartTimeout;
+  while (!tier->server_->is_running()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return MakeError(ErrorCode::kInternalError, "disk read service did not start");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  tier->sync_thread_ = std::thread([self] { self->SyncLoop(); });
+  YB_LOG_INFO("disk tier {} ({} bytes) serving on {}", options.path, options.capacity,
+              tier->endpoint_);
+  return tier;
+}
+
+DiskTier::~DiskTier() {
+  {
+    yuebing::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  if (sync_thread_.joinable()) sync_thread_.join();
+  if (server_ != nullptr) server_->stop();
+  if (server_thread_.joinable()) server_thread_.join();
+}
+
+DiskTierStats DiskTier::Stats() const {
+  yuebing::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void DiskTier::SyncLoop() {
+  yuebing::MutexLock lock(&mu_);
+  while (!stop_) {
+    mu_.Unlock();
+    const bool more = SyncOnce();
+    mu_.Lock();
+    if (!more)
+      mu_.AwaitWithTimeout(yuebing::Condition(&stop_), absl::FromChrono(options_.sync_interval));
+  }
+}
+
+bool DiskTier::SyncOnce() {
+  master::DiskSyncRequest request;
+  request.endpoint = endpoint_;
+  request.tier_id = tier_id_;
+  request.max_tasks = options_.max_tasks;
+  if (need_full_) {
+    to_announce_.clear();
+    for (FileStore::Entry& e : files_->List()) {
+      to_announce_.push_back(master::DiskObject{std::move(e.key), e.size, e.object_checksum});
+    }
+    // Reports of the previous exchange are covered by the listing.
+    spilled_.clear();
+    removed_.clear();
+    (void)files_->TakeRemovedKeys();
+    request.full = true;
+    need_full_ = false;
+  }
+  const size_t n = std::min(kAnnounceChunk, to_announce_.size());
+  request.announced.assign(std::make_move_iterator(to_announce_.end() - n),
+                           std::make_move_iterator(to_announce_.end()));
+  to_announce_.resize(to_announce_.size() - n);
+  for (std::string& key : files_->TakeRemovedKeys()) removed_.push_back(std::move(key));
+  request.spilled = spilled_;
+  request.removed = removed_;
+  absl::StatusOr<master::DiskSyncReply> reply = master_->SyncDiskTier(client_id_, request);
+  if (!reply.ok()) {
+    YB_LOG_WARN("disk tier sync with {} failed: {}", master_->address(), reply.status().ToString());
+    if (request.full) {
+      need_full_ = true;  // start the listing again
+    } else {
+      to_announce_.insert(to_announce_.end(), std::make_move_iterator(request.announced.begin()),
+                          std::make_move_iterator(request.announced.end()));
+    }
+    if (spilled_.size() + removed_.size() > kMaxPendingReports) need_full_ = true;
+    return false;
+  }
+  spilled_.clear();
+  removed_.clear();
+  if (reply->need_full_sync) {
+    need_full_ = true;
+    return true;
+  }
+  for (const std::string& key : reply->drop) files_->Remove(key);
+  for (const master::SpillTask& task : reply->spill) Spill(task);
+  return !to_announce_.empty() || !reply->spill.empty() || !spilled_.empty();
+}
+
+void DiskTier::Spill(const master::SpillTask& task) {
+  auto reject = [&](absl::string_view why) {
+    YB_LOG_WARN("spill of a {}-byte object refused: {}", task.size, why);
+    yuebing::MutexLock lock(&mu_);
+    ++stats_.spill_rejected;
+  };
+  if (task.size == 0 || task.address < segment_base_ ||
+      task.address - segment_base_ > segment_size_ ||
+      task.size > segment_size_ - (task.address - segment_base_)) {
+    reject("range outside this store's segment");
+    return;
+  }
+  // Copied first: the master keeps the range allocated while the spill is outstanding, but a
+  // Remove may free it; the checksum then tells.
+  std::string bytes(reinterpret_cast<const char*>(task.address), task.size);
+  if (task.checksum != 0 && ObjectChecksum(bytes.data(), bytes.size()) != task.checksum) {
+    reject("bytes do not match the recorded checksum");
+    return;
+  }
+  absl::Status status = files_->Write(task.key, bytes, task.checksum);
+  if (!status.ok()) {
+    reject(status.ToString());
+    return;
+  }
+  spilled_.push_back(master::DiskObject{task.key, task.size, task.checksum});
+  yuebing::MutexLock lock(&mu_);
+  ++stats_.spilled;
+}
+
+}  // namespace yuebing::store

@@ -1,0 +1,101 @@
+// DiskTier: the disk tier of a store server (a Client with a global segment and ssd_path).
+//
+// It owns a FileStore and two activities:
+//   - a sync loop (one thread) calling MasterClient::SyncDiskTier every sync_interval (at once
+//     again while there is work): it first announces every recovered file (full sync), then
+//     reports spills, lost files and takes spill tasks and drops. A spill task is done by
+//     copying [address, address+size) of this client's own segment (checked to lie inside it)
+//     into the file store; when the master recorded a checksum, the copy must match it or it is
+//     not written (the range may have been freed and reused meanwhile).
+//   - a disk read service (cpp-httplib, own threads) on host:port:
+//       POST /disk/get, body = key -> 200 with the value (header X-Yuebing-Checksum: the
+//       object checksum recorded for it), 404 when the file is absent or failed verification,
+//       400 for a bad key.
+// The tier id (identity of the directory, file "tier.id" in it) lets a restarted store take
+// back the objects its previous incarnation held.
+//
+// Thread safety: Start/destructor from one thread; the rest runs on its own threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "yuebing/common/mutex.h"
+#include "store/file_store.h"
+#include "store/master_client.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace yuebing::store {
+
+struct DiskTierOptions {
+  std::string path;
+  uint64_t capacity = 0;
+  std::string host = "127.0.0.1";  // where readers reach the disk service
+  uint16_t port = 0;               // 0: any free port
+  std::chrono::milliseconds sync_interval{100};
+  uint32_t max_tasks = 16;  // spill tasks taken per sync (all due within spill_timeout)
+};
+
+struct DiskTierStats {
+  uint64_t spilled = 0;         // spill tasks written to files
+  uint64_t spill_rejected = 0;  // tasks refused (range outside the segment, checksum mismatch)
+  uint64_t served = 0;          // reads served
+};
+
+class DiskTier {
+ public:
+  // Opens (recovering) the file store, binds the read service and starts the sync loop.
+  // `segment_base`/`segment_size` delimit this client's own segment; `master` must outlive the
+  // tier. Errors: kInvalidParams (bad options), kWriteFail (directory), kUnavailable (port).
+  static absl::StatusOr<std::unique_ptr<DiskTier>> Start(const DiskTierOptions& options,
+                                                         MasterClient* master,
+                                                         master::ClientId client_id,
+                                                         uint64_t segment_base,
+                                                         uint64_t segment_size);
+  ~DiskTier();  // stops the sync loop and the read service
+  DiskTier(const DiskTier&) = delete;
+  DiskTier& operator=(const DiskTier&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+  DiskTierStats Stats() const;
+
+ private:
+  DiskTier(const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+           uint64_t segment_base, uint64_t segment_size);
+  void SyncLoop();
+  // One exchange with the master; returns whether there may be more work right away.
+  bool SyncOnce();
+  void Spill(const master::SpillTask& task);
+
+  const DiskTierOptions options_;
+  MasterClient* const master_;
+  const master::ClientId client_id_;
+  const uint64_t segment_base_;
+  const uint64_t segment_size_;
+  std::unique_ptr<FileStore> files_;
+  std::string tier_id_;
+  std::string endpoint_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread server_thread_;
+  std::thread sync_thread_;
+
+  // Sync loop state (only its thread touches these, except stop_).
+  bool need_full_ = true;
+  std::vector<master::DiskObject> to_announce_;
+  std::vector<master::DiskObject> spilled_;
+  std::vector<std::string> removed_;
+
+  mutable yuebing::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  DiskTierStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace yuebing::store
