@@ -274,8 +274,13 @@ std::string TransferEngineImpl::DescribeLocal(uint64_t version) {
   d.epoch = epoch_;
   d.version = version;
   for (const RegisteredBuffer& b : registry_.Snapshot()) {
-    d.buffers.push_back(
-        {b.addr, b.length, b.location, options_.enable_shm ? b.shm_fd : -1, b.shm_id});
+    BufferDescriptor buffer;
+    buffer.addr = b.addr;
+    buffer.length = b.length;
+    buffer.location = b.location;
+    buffer.shm_fd = options_.enable_shm ? b.shm_fd : -1;
+    buffer.shm_id = b.shm_id;
+    d.buffers.push_back(std::move(buffer));
   }
   return EncodeSegmentDescriptor(d);
 }
