@@ -501,7 +501,8 @@ void VerbsRdmaTransport::HandleCompletion(size_t nic, const verbs::Completion& c
     s->attempts.failed_paths.push_back(s->path);
     Retry(s, true, "endpoint failed");
   }
-  (void)nics_[nic]->active->Erase(endpoint->key);
+  // The failed endpoint stays cached until GetEndpoint sees it failed and replaces it, so a late
+  // flush cannot drop a newer endpoint that took the same key.
   if (!completion.flushed) health_->RecordFailure(nic);
   slice->attempts.failed_paths.push_back(slice->path);
   Retry(slice, completion.retryable, completion.error);
