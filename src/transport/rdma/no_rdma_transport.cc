@@ -4,7 +4,8 @@
 namespace yuebing::transport::rdma {
 
 absl::StatusOr<std::unique_ptr<RdmaTransport>> CreateRdmaTransport(const RdmaTransportOptions&) {
-  return absl::UnavailableError("this build has no RDMA transport (libibverbs was not found)");
+  return absl::UnavailableError(
+      "this build has no RDMA transport (libibverbs not found, or YUEBING_WITH_RDMA=OFF)");
 }
 
 std::vector<std::string> ListRdmaDevices() { return {}; }
