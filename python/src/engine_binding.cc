@@ -98,13 +98,14 @@ class PyTransferEngine {
   }
 
   int InitializeExt(const std::string& local_hostname, const std::string& metadata_server,
-                    const std::string& protocol, const std::string& /*device_name*/,
+                    const std::string& protocol, const std::string& device_name,
                     const std::string& metadata_type) {
     transport::TransferEngineOptions options;
     options.local_server_name = local_hostname;
     options.metadata_conn = ConnString(metadata_server, metadata_type);
     options.protocol = AsciiLower(absl::StripAsciiWhitespace(protocol));
     if (options.protocol.empty()) options.protocol = "tcp";
+    options.rdma_devices = device_name;
     options.enable_shm = ShmEnabledByEnv();
     absl::StatusOr<std::string> secret = LoadClusterSecret();  // $YUEBING_CLUSTER_SECRET[_FILE]
     if (!secret.ok()) {

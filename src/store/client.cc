@@ -227,6 +227,7 @@ absl::Status ClientImpl::Init() {
   options.metadata_conn = config_.metadata_server;
   options.local_server_name = config_.local_hostname;
   options.protocol = config_.protocol;
+  options.rdma_devices = config_.device_name;
   options.enable_shm = config_.enable_shm;
   options.request_timeout = config_.transfer_timeout;
   // Opening a peer's segment is part of moving data: bounded by the same deadline.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "yuebing/common/status.h"
 
 namespace yuebing::transport {
 
@@ -32,6 +33,36 @@ int32_t Signed32(const json& object, const char* key) {
   return value.get<int32_t>();
 }
 
+bool IsHexGid(const std::string& gid) {
+  return gid.size() == 32 && std::all_of(gid.begin(), gid.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// Reads "rdma_nics" into `d` and checks that every buffer has one rkey per NIC.
+absl::Status DecodeRdmaNics(const json& nics, SegmentDescriptor& d) {
+  if (!nics.is_array() || nics.size() > kMaxRdmaNics) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'rdma_nics' is not an array of at most ", kMaxRdmaNics, " NICs"));
+  }
+  for (const json& n : nics) {
+    RdmaNicDescriptor nic;
+    nic.name = n.at("name").get<std::string>();
+    nic.lid = static_cast<uint16_t>(Unsigned(n, "lid", 0xffff));
+    nic.gid = n.at("gid").get<std::string>();
+    if (nic.name.empty() || !IsHexGid(nic.gid)) {
+      return absl::InvalidArgumentError("an RDMA NIC lacks a name or a 32-hex-digit GID");
+    }
+    for (const RdmaNicDescriptor& other : d.rdma_nics) {
+      if (other.name == nic.name) {
+        return absl::InvalidArgumentError(absl::StrCat("RDMA NIC '", nic.name, "' listed twice"));
+      }
+    }
+    d.rdma_nics.push_back(std::move(nic));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const BufferDescriptor* SegmentDescriptor::FindBuffer(uint64_t addr, uint64_t length) const {
@@ -52,10 +83,18 @@ std::string EncodeSegmentDescriptor(const SegmentDescriptor& d) {
                        {"location", b.location},
                        {"shm_fd", b.shm_fd},
                        {"shm_id", b.shm_id}});
+    if (!b.rkeys.empty()) buffers.back()["rkeys"] = b.rkeys;
   }
   json out = {{"name", d.name},       {"tcp_host", d.tcp_host}, {"tcp_port", d.tcp_port},
               {"host_id", d.host_id}, {"pid", d.pid},           {"epoch", d.epoch},
               {"version", d.version}, {"buffers", buffers}};
+  if (!d.rdma_nics.empty()) {
+    json nics = json::array();
+    for (const RdmaNicDescriptor& nic : d.rdma_nics) {
+      nics.push_back({{"name", nic.name}, {"lid", nic.lid}, {"gid", nic.gid}});
+    }
+    out["rdma_nics"] = std::move(nics);
+  }
   return out.dump();
 }
 
@@ -82,10 +121,28 @@ absl::StatusOr<SegmentDescriptor> DecodeSegmentDescriptor(absl::string_view text
       buffer.location = b.at("location").get<std::string>();
       buffer.shm_fd = Signed32(b, "shm_fd");
       buffer.shm_id = Unsigned(b, "shm_id", UINT64_MAX);
+      if (b.contains("rkeys")) {
+        const json& rkeys = b.at("rkeys");
+        if (!rkeys.is_array()) return absl::InvalidArgumentError("'rkeys' is not an array");
+        for (const json& rkey : rkeys) {
+          if (!rkey.is_number_unsigned() || rkey.get<uint64_t>() > UINT32_MAX) {
+            return absl::InvalidArgumentError("an rkey is not a 32-bit unsigned integer");
+          }
+          buffer.rkeys.push_back(rkey.get<uint32_t>());
+        }
+      }
       d.buffers.push_back(std::move(buffer));
     }
+    if (in.contains("rdma_nics")) YB_RETURN_IF_ERROR(DecodeRdmaNics(in.at("rdma_nics"), d));
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("bad segment descriptor: ", e.what()));
+  }
+  for (const BufferDescriptor& b : d.buffers) {
+    if (b.rkeys.size() != d.rdma_nics.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("buffer at ", b.addr, " has ", b.rkeys.size(),
+                                                     " rkeys for ", d.rdma_nics.size(),
+                                                     " RDMA NICs"));
+    }
   }
   if (d.name.empty() || d.tcp_port == 0 || d.epoch == 0) {
     return absl::InvalidArgumentError("segment descriptor lacks name, port or epoch");

@@ -5,6 +5,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -229,6 +230,20 @@ void TcpServer::ServeConnection(Connection* conn) {
         std::string descriptor = describe_();
         status = SendReply(fd, FrameType::kDescribeReply, WireStatus::kOk, *header,
                            descriptor.data(), descriptor.size());
+        break;
+      }
+      case FrameType::kRdmaConnect: {
+        std::string request(header->length, '\0');
+        status = RecvAll(fd, request.data(), request.size());
+        if (!status.ok()) break;
+        absl::StatusOr<std::string> reply =
+            !greeted        ? absl::FailedPreconditionError("RDMA_CONNECT before HELLO")
+            : rdma_connect_ ? rdma_connect_(request)
+                            : absl::UnimplementedError("this engine does not serve RDMA");
+        std::string payload = reply.ok() ? *std::move(reply) : reply.status().ToString();
+        status = SendReply(fd, FrameType::kRdmaConnectReply,
+                           reply.ok() ? WireStatus::kOk : WireStatus::kProtocolError, *header,
+                           payload.data(), std::min<size_t>(payload.size(), kMaxRdmaConnectBytes));
         break;
       }
       case FrameType::kWrite: {

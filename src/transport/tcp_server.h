@@ -53,6 +53,10 @@ class TcpServer {
   // Starts accepting. `segment_name`/`epoch` answer HELLO; `describe` produces the DESCRIBE reply
   // (called on connection threads; must be thread-safe).
   void Serve(std::string segment_name, uint64_t epoch, std::function<std::string()> describe);
+  // Handler of RDMA_CONNECT payloads (after HELLO); its result is the reply payload, an error is
+  // sent back as a refusal. Without one, RDMA_CONNECT is refused. Call before Serve().
+  using RdmaConnectHandler = std::function<absl::StatusOr<std::string>(const std::string&)>;
+  void SetRdmaConnectHandler(RdmaConnectHandler handler) { rdma_connect_ = std::move(handler); }
 
   size_t ConnectionCount() const;
 
@@ -76,6 +80,7 @@ class TcpServer {
   std::string segment_name_;
   uint64_t epoch_ = 0;
   std::function<std::string()> describe_;
+  RdmaConnectHandler rdma_connect_;
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
   mutable yuebing::Mutex mu_;

@@ -1,6 +1,6 @@
 // TransferEngine implementation: owns the registry, the TCP server, the metadata publication, the
-// opened peer segments (descriptor, TCP peer, shm mappings) and the batches, and routes every
-// request to the local, shm or TCP path.
+// opened peer segments (descriptor, TCP peer, shm mappings), the RDMA transport when there is one,
+// and the batches, and routes every request to the local, shm, RDMA or TCP path.
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -13,10 +13,13 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "transport/memory_registry.h"
 #include "transport/metadata_store.h"
+#include "transport/rdma/rdma_transport.h"
 #include "transport/segment_descriptor.h"
 #include "transport/shared_memory.h"
 #include "transport/socket_util.h"
@@ -154,11 +157,18 @@ class TransferEngineImpl final : public TransferEngine {
     stats.local_bytes = local_bytes_.load(std::memory_order_relaxed);
     stats.shm_bytes = shm_bytes_.load(std::memory_order_relaxed);
     stats.tcp_bytes = tcp_bytes_.load(std::memory_order_relaxed);
+    stats.rdma_bytes = rdma_bytes_.load(std::memory_order_relaxed);
     return stats;
   }
 
  private:
   absl::Status Register(const RegisteredBuffer& buffer);
+  // Opens the RDMA transport for protocol "rdma"; without a device it warns and leaves rdma_ null.
+  absl::Status InitRdma();
+  void UnregisterRdma(uint64_t addr);
+  // Hands a remote request to RDMA; false (task untouched) when RDMA cannot serve it.
+  bool TryRdma(PeerSegment& segment, const TransferRequest& request, TransferBatch* batch,
+               TransferTask& task, SteadyTime deadline);
   // The descriptor of this engine's segment as it is now, stamped with `version`.
   // include_shm=false hides the memfd numbers (for the metadata server when a secret is set).
   std::string DescribeLocal(uint64_t version, bool include_shm);
@@ -205,6 +215,11 @@ class TransferEngineImpl final : public TransferEngine {
   std::atomic<uint64_t> local_bytes_{0};
   std::atomic<uint64_t> shm_bytes_{0};
   std::atomic<uint64_t> tcp_bytes_{0};
+  std::atomic<uint64_t> rdma_bytes_{0};
+
+  std::unique_ptr<rdma::RdmaTransport> rdma_;  // null unless protocol "rdma" found a device
+  yuebing::Mutex rkeys_mu_;
+  absl::flat_hash_map<uint64_t, std::vector<uint32_t>> rkeys_ ABSL_GUARDED_BY(rkeys_mu_);
 
   yuebing::Mutex watchdog_mu_;
   bool stopping_ ABSL_GUARDED_BY(watchdog_mu_) = false;
@@ -216,9 +231,6 @@ absl::Status TransferEngineImpl::Init() {
   if (options_.protocol != "tcp" && options_.protocol != "rdma") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown protocol '", options_.protocol, "' (expected tcp or rdma)"));
-  }
-  if (options_.protocol == "rdma") {
-    YB_LOG_WARN("RDMA transport is not available in this build; using TCP");
   }
   if (options_.tcp_slice_bytes == 0 || options_.tcp_slice_bytes > kMaxDataFrameBytes ||
       options_.tcp_connections_per_peer == 0 || options_.max_batch_size == 0) {
@@ -242,6 +254,7 @@ absl::Status TransferEngineImpl::Init() {
                       ? absl::StrCat("[", local.host, "]:", server_->port())
                       : absl::StrCat(local.host, ":", server_->port());
   epoch_ = RandomEpoch();
+  if (options_.protocol == "rdma") YB_RETURN_IF_ERROR(InitRdma());
   server_->Serve(segment_name_, epoch_, [this] {
     uint64_t version;
     {
@@ -257,6 +270,61 @@ absl::Status TransferEngineImpl::Init() {
   return absl::OkStatus();
 }
 
+absl::Status TransferEngineImpl::InitRdma() {
+  YB_ASSIGN_OR_RETURN(rdma::RdmaConfig config, rdma::LoadRdmaConfigFromEnvironment());
+  rdma::RdmaTransportOptions rdma_options;
+  rdma_options.config = std::move(config);
+  if (!options_.rdma_devices.empty()) {
+    rdma_options.config.device_filter.clear();
+    for (absl::string_view name : absl::StrSplit(options_.rdma_devices, ',')) {
+      name = absl::StripAsciiWhitespace(name);
+      if (!name.empty()) rdma_options.config.device_filter.emplace_back(name);
+    }
+  }
+  rdma_options.local_segment_name = segment_name_;
+  rdma_options.connect_timeout = options_.connect_timeout;
+  rdma_options.cluster_secret = options_.cluster_secret;
+  absl::StatusOr<std::unique_ptr<rdma::RdmaTransport>> transport =
+      rdma::CreateRdmaTransport(rdma_options);
+  if (!transport.ok()) {
+    YB_LOG_WARN("protocol \"rdma\" requested but RDMA is unavailable ({}); using TCP",
+                transport.status().message());
+    return absl::OkStatus();
+  }
+  rdma_ = *std::move(transport);
+  server_->SetRdmaConnectHandler(
+      [this](const std::string& request) { return rdma_->HandleConnect(request); });
+  YB_LOG_INFO("RDMA transport on {} NIC(s)", rdma_->LocalNics().size());
+  return absl::OkStatus();
+}
+
+void TransferEngineImpl::UnregisterRdma(uint64_t addr) {
+  if (rdma_ == nullptr) return;
+  {
+    yuebing::MutexLock lock(&rkeys_mu_);
+    rkeys_.erase(addr);
+  }
+  absl::Status status = rdma_->UnregisterMemory(reinterpret_cast<void*>(addr));
+  if (!status.ok()) YB_LOG_WARN("RDMA deregistration: {}", status.ToString());
+}
+
+bool TransferEngineImpl::TryRdma(PeerSegment& segment, const TransferRequest& request,
+                                 TransferBatch* batch, TransferTask& task, SteadyTime deadline) {
+  if (rdma_ == nullptr) return false;
+  std::shared_ptr<const SegmentDescriptor> descriptor;
+  {
+    yuebing::MutexLock lock(&segment.mu);
+    descriptor = segment.descriptor;
+  }
+  absl::Status status = rdma_->Submit(*descriptor, request, batch, task, deadline);
+  if (!status.ok()) {
+    YB_LOG_DEBUG("request to {} over TCP: {}", segment.name, status.ToString());
+    return false;
+  }
+  rdma_bytes_.fetch_add(request.length, std::memory_order_relaxed);
+  return true;
+}
+
 TransferEngineImpl::~TransferEngineImpl() {
   {
     yuebing::MutexLock lock(&watchdog_mu_);
@@ -267,6 +335,7 @@ TransferEngineImpl::~TransferEngineImpl() {
     absl::Status status = metadata_->Delete(SegmentMetadataKey(segment_name_));
     if (!status.ok()) YB_LOG_WARN("could not remove segment metadata: {}", status.ToString());
   }
+  if (rdma_ != nullptr) rdma_->Shutdown();
   server_.reset();
   std::vector<std::shared_ptr<PeerSegment>> segments;
   {
@@ -277,6 +346,7 @@ TransferEngineImpl::~TransferEngineImpl() {
     yuebing::MutexLock lock(&segment->mu);
     if (segment->tcp) segment->tcp->Shutdown();
   }
+  rdma_.reset();  // deregisters memory before shm regions go away
   yuebing::MutexLock lock(&shm_mu_);
   for (auto& [addr, region] : owned_shm_) FreeSharedRegion(region);
 }
@@ -290,9 +360,21 @@ std::string TransferEngineImpl::DescribeLocal(uint64_t version, bool include_shm
   d.pid = static_cast<int32_t>(getpid());
   d.epoch = epoch_;
   d.version = version;
+  if (rdma_ != nullptr) d.rdma_nics = rdma_->LocalNics();
+  yuebing::MutexLock lock(&rkeys_mu_);
   for (const RegisteredBuffer& b : registry_.Snapshot()) {
-    d.buffers.push_back({b.addr, b.length, b.location,
-                         options_.enable_shm && include_shm ? b.shm_fd : -1, b.shm_id});
+    BufferDescriptor buffer;
+    buffer.addr = b.addr;
+    buffer.length = b.length;
+    buffer.location = b.location;
+    buffer.shm_fd = options_.enable_shm && include_shm ? b.shm_fd : -1;
+    buffer.shm_id = b.shm_id;
+    if (rdma_ != nullptr) {
+      auto it = rkeys_.find(b.addr);
+      if (it == rkeys_.end()) continue;  // not registered with the NICs yet
+      buffer.rkeys = it->second;
+    }
+    d.buffers.push_back(std::move(buffer));
   }
   return EncodeSegmentDescriptor(d);
 }
@@ -307,13 +389,24 @@ absl::Status TransferEngineImpl::Publish() {
 }
 
 absl::Status TransferEngineImpl::Register(const RegisteredBuffer& buffer) {
-  YB_RETURN_IF_ERROR(registry_.Add(buffer));
+  if (rdma_ != nullptr) {  // before the registry, so a published buffer always has its rkeys
+    YB_ASSIGN_OR_RETURN(std::vector<uint32_t> rkeys,
+                        rdma_->RegisterMemory(reinterpret_cast<void*>(buffer.addr), buffer.length,
+                                              buffer.location));
+    yuebing::MutexLock lock(&rkeys_mu_);
+    rkeys_[buffer.addr] = std::move(rkeys);
+  }
+  if (absl::Status added = registry_.Add(buffer); !added.ok()) {
+    UnregisterRdma(buffer.addr);
+    return added;
+  }
   if (options_.prefault_on_register && !buffer.engine_owned) {
     PrefaultMemory(reinterpret_cast<void*>(buffer.addr), buffer.length);
   }
   absl::Status status = Publish();
   if (!status.ok()) {
     (void)registry_.Remove(buffer.addr);
+    UnregisterRdma(buffer.addr);
     return absl::Status(status.code(), absl::StrCat("registered memory could not be published: ",
                                                     status.message()));
   }
@@ -339,6 +432,7 @@ absl::Status TransferEngineImpl::UnregisterLocalMemory(void* addr) {
     }
   }
   YB_RETURN_IF_ERROR(registry_.Remove(reinterpret_cast<uint64_t>(addr)).status());
+  UnregisterRdma(reinterpret_cast<uint64_t>(addr));
   absl::Status status = Publish();
   if (!status.ok()) YB_LOG_WARN("unregistration not published: {}", status.ToString());
   return absl::OkStatus();
@@ -378,6 +472,7 @@ absl::Status TransferEngineImpl::FreeSharedMemory(void* addr) {
     owned_shm_.erase(it);
   }
   absl::Status status = registry_.Remove(reinterpret_cast<uint64_t>(addr)).status();
+  UnregisterRdma(reinterpret_cast<uint64_t>(addr));
   FreeSharedRegion(region);
   YB_RETURN_IF_ERROR(status);
   absl::Status published = Publish();
@@ -626,6 +721,7 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
       continue;
     }
     TransferTask& task = batch->task(first + i);
+    if (TryRdma(*target, r, batch.get(), task, deadline)) continue;
     task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
     tcp_bytes_.fetch_add(r.length, std::memory_order_relaxed);
     AppendSlices(r, &task, options_.tcp_slice_bytes, deadline, per_peer[target]);
@@ -637,8 +733,9 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
     task.Start(batch.get(), 1);
     if (targets[i] == nullptr) {
       RunLocal(r, task);
-    } else if (!TryShm(*targets[i], r, task)) {
-      // Not shm-reachable: same-host TCP.
+    } else if (!TryShm(*targets[i], r, task) &&
+               !TryRdma(*targets[i], r, batch.get(), task, deadline)) {
+      // Not shm- or RDMA-reachable: same-host TCP.
       task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
       tcp_bytes_.fetch_add(r.length, std::memory_order_relaxed);
       std::vector<TcpSlice> slices;

@@ -37,6 +37,9 @@ uint64_t MaxPayload(FrameType type) {
       return kAuthNonceBytes;
     case FrameType::kAuthChallenge:
       return kAuthNonceBytes + kAuthMacBytes;
+    case FrameType::kRdmaConnect:
+    case FrameType::kRdmaConnectReply:
+      return kMaxRdmaConnectBytes;
     case FrameType::kRead:  // length is what is asked for, no payload follows
       return kMaxDataFrameBytes;
     default:
@@ -67,7 +70,7 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t in[kFrameHeaderBytes
   }
   uint8_t type = Get<uint8_t>(in, 5);
   if (type < static_cast<uint8_t>(FrameType::kHello) ||
-      type > static_cast<uint8_t>(FrameType::kAuthResult)) {
+      type > static_cast<uint8_t>(FrameType::kRdmaConnectReply)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown frame type ", type));
   }
   int32_t status = Get<int32_t>(in, 8);

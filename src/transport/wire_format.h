@@ -1,14 +1,15 @@
 // The TCP transport's frame format. Every frame starts with a fixed 40-byte little-endian header;
 // WRITE requests and READ replies are followed by `length` payload bytes, HELLO requests by the
-// expected segment name, DESCRIBE replies by the segment descriptor JSON.
+// expected segment name, DESCRIBE replies by the segment descriptor JSON, RDMA_CONNECT frames and
+// their replies by QP information.
 //
 // A connection must start with HELLO (naming the target segment and the epoch the initiator
-// expects) before any READ or WRITE; DESCRIBE is allowed first (the P2P handshake). Replies come in
-// request order. With a cluster secret, the connection starts instead with the mutual
-// challenge-response AUTH_HELLO -> AUTH_CHALLENGE -> AUTH_PROOF -> AUTH_RESULT (tcp_auth.h); any
-// other frame before it succeeds is answered with kUnauthenticated and the connection is closed.
-// A malformed header (bad magic/version/type, oversize length) makes the receiver
-// close the connection: the stream cannot be trusted after it.
+// expects) before any READ, WRITE or RDMA_CONNECT; DESCRIBE is allowed first (the P2P handshake).
+// Replies come in request order. With a cluster secret, the connection starts instead with the
+// mutual challenge-response AUTH_HELLO -> AUTH_CHALLENGE -> AUTH_PROOF -> AUTH_RESULT (tcp_auth.h);
+// any other frame before it succeeds is answered with kUnauthenticated and the connection is
+// closed. A malformed header (bad magic/version/type, oversize length) makes the receiver close the
+// connection: the stream cannot be trusted after it.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ inline constexpr uint64_t kMaxDataFrameBytes = 1ull << 30;
 // Largest HELLO name / DESCRIBE reply.
 inline constexpr uint64_t kMaxNameBytes = 1024;
 inline constexpr uint64_t kMaxDescriptorBytes = 16ull << 20;
+inline constexpr uint64_t kMaxRdmaConnectBytes = 64ull << 10;
 
 enum class FrameType : uint8_t {
   kHello = 1,
@@ -40,6 +42,10 @@ enum class FrameType : uint8_t {
   kAuthChallenge = 10,  // payload: target nonce + target proof (status kUnauthenticated: no secret)
   kAuthProof = 11,      // payload: initiator proof
   kAuthResult = 12,     // no payload; status says whether the initiator was accepted
+  // RDMA QP exchange (after HELLO): request and reply carry QP info as JSON (rdma/qp_exchange.h);
+  // a reply with a non-OK status carries an error message instead.
+  kRdmaConnect = 13,
+  kRdmaConnectReply = 14,
 };
 
 // Payload sizes of the authentication frames.

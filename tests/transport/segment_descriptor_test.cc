@@ -14,8 +14,8 @@ SegmentDescriptor Sample() {
   d.pid = 42;
   d.epoch = 0xfedcba9876543210ull;
   d.version = 3;
-  d.buffers.push_back({0x7f0000000000ull, 1ull << 30, "cpu:0", 5, 9});
-  d.buffers.push_back({0x1000, 4096, "cpu:1", -1, 0});
+  d.buffers.push_back({0x7f0000000000ull, 1ull << 30, "cpu:0", 5, 9, {}});
+  d.buffers.push_back({0x1000, 4096, "cpu:1", -1, 0, {}});
   return d;
 }
 

@@ -63,5 +63,23 @@ TEST(WireFormatTest, RejectsOversizeLengths) {
   EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
 }
 
+TEST(WireFormatTest, RdmaConnectFramesCarryBoundedPayloads) {
+  uint8_t bytes[kFrameHeaderBytes];
+  FrameHeader header;
+  for (FrameType type : {FrameType::kRdmaConnect, FrameType::kRdmaConnectReply}) {
+    header.type = type;
+    header.length = kMaxRdmaConnectBytes;
+    EncodeFrameHeader(header, bytes);
+    absl::StatusOr<FrameHeader> decoded = DecodeFrameHeader(bytes);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->type, type);
+    header.length = kMaxRdmaConnectBytes + 1;
+    EncodeFrameHeader(header, bytes);
+    EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
+  }
+  bytes[5] = static_cast<uint8_t>(FrameType::kRdmaConnectReply) + 1;  // first unknown type
+  EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
+}
+
 }  // namespace
 }  // namespace yuebing::transport

@@ -7,7 +7,8 @@
 // Target addresses are virtual addresses in the target process, as the target registered them.
 //
 // Transports are chosen per request: local memcpy (target is this engine), shared memory (target
-// on this host and the target buffer is shm-backed), otherwise TCP. A request whose shm path is
+// on this host and the target buffer is shm-backed), RDMA (protocol "rdma" with a device, both
+// sides registered the memory), otherwise TCP. A request whose shm path is
 // unusable falls back to TCP. The target checks every remote access against its registered
 // buffers and refuses anything outside them.
 //
@@ -59,7 +60,8 @@ struct TransferStatus {
 struct TransferEngineStats {
   uint64_t local_bytes = 0;
   uint64_t shm_bytes = 0;
-  uint64_t tcp_bytes = 0;  // bytes of requests routed to TCP (completed or not)
+  uint64_t tcp_bytes = 0;   // bytes of requests routed to TCP (completed or not)
+  uint64_t rdma_bytes = 0;  // bytes of requests routed to RDMA (completed or not)
 };
 
 struct TransferEngineOptions {
@@ -70,8 +72,13 @@ struct TransferEngineOptions {
   // Address the TCP listener binds; defaults to the host part of local_server_name.
   std::string bind_address;
   // Transports this engine may use: "tcp" (default), "shm" is implied on the same host unless
-  // enable_shm is false. "rdma" is accepted later (issue 7) and falls back to tcp without devices.
+  // enable_shm is false. "rdma" uses RDMA toward peers that publish RDMA NICs when this build has
+  // the RDMA transport and ibv_get_device_list returns a usable device; otherwise the engine logs
+  // one warning and uses TCP. RDMA tuning comes from MC_* environment variables
+  // (docs/transfer_engine.md); a malformed one makes Create fail with kInvalidArgument.
   std::string protocol = "tcp";
+  // RDMA devices to use, comma-separated ("mlx5_0,mlx5_1"); empty: MC_RDMA_DEVICES, else all.
+  std::string rdma_devices;
   bool enable_shm = true;
   // Deadline of each request, counted from its submission.
   std::chrono::milliseconds request_timeout{30000};
