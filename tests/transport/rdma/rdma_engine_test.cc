@@ -32,7 +32,7 @@ class QpExchangeOverTcpTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     if (handler) server_->SetRdmaConnectHandler(std::move(handler));
-    server_->Serve("127.0.0.1:1", kEpoch, "", [] { return std::string("{}"); });
+    server_->Serve("127.0.0.1:1", kEpoch, [] { return std::string("{}"); });
   }
   static constexpr uint64_t kEpoch = 42;
   MemoryRegistry registry_;
