@@ -27,8 +27,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "yuebing/common/mutex.h"
 #include "common/etcd_client.h"
+#include "yuebing/common/mutex.h"
 
 namespace yuebing::master {
 

@@ -25,9 +25,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "yuebing/common/mutex.h"
 #include "store/file_store.h"
 #include "store/master_client.h"
+#include "yuebing/common/mutex.h"
 
 namespace httplib {
 class Server;

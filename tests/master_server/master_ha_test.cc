@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "yuebing/common/mutex.h"
 #include "common/etcd_client.h"
 #include "master.grpc.pb.h"
 #include "support/child_process.h"
 #include "support/etcd_process.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/store/client.h"
 
 namespace yuebing {
