@@ -573,13 +573,14 @@ def test_gil_is_released_during_io(store):
 def test_close_while_other_threads_use_the_store(make_store):
     s = make_store()
     stop = threading.Event()
-    seen = []
+    seen = []  # (monotonic time the put started, its result)
 
     def worker(t):
         i = 0
         while not stop.is_set():
+            started = time.monotonic()
             rc = s.put(f"race-{t}-{i}", b"v" * 2048)
-            seen.append(rc)
+            seen.append((started, rc))
             s.get(f"race-{t}-{i}")
             s.batch_is_exist([f"race-{t}-{i}"])
             i += 1
@@ -589,12 +590,16 @@ def test_close_while_other_threads_use_the_store(make_store):
         t.start()
     time.sleep(0.3)
     assert s.close() == 0
+    closed_at = time.monotonic()
     time.sleep(0.2)
     stop.set()
     for t in threads:
         t.join()
-    assert set(seen) <= {0, INVALID_PARAMS}
-    assert seen[-1] == INVALID_PARAMS
+    assert {rc for _, rc in seen} <= {0, INVALID_PARAMS}
+    # Every put that began after close() returned was refused (and none crashed the process).
+    after = [rc for started, rc in seen if started > closed_at]
+    assert after, "no put ran after close()"
+    assert set(after) == {INVALID_PARAMS}
 
 
 def test_stats_extension(store):
