@@ -13,6 +13,7 @@
 #include "bench_flags.h"
 #include "report.h"
 #include "subcommands.h"
+#include "transfer_verify.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/status.h"
@@ -25,18 +26,6 @@ namespace yuebing::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Value(uint64_t seed, size_t size) {
-  std::string out(size, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull | 1;
-  for (size_t i = 0; i < size; i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(out.data() + i, &x, std::min<size_t>(8, size - i));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -55,7 +44,7 @@ absl::Status RunSpillBench() {
   uint64_t retries = 0;
   double put_seconds = 0;
   for (uint64_t i = 0; i < objects; ++i) {
-    value = Value(i, block);
+    value = PatternValue(i, block);
     const auto deadline = Clock::now() + std::chrono::seconds(60);
     const auto start = Clock::now();
     while (true) {
@@ -77,7 +66,7 @@ absl::Status RunSpillBench() {
     get_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     if (!got.ok()) {
       ++misses;
-    } else if (*got != Value(i, block)) {
+    } else if (*got != PatternValue(i, block)) {
       ++mismatches;
     }
   }

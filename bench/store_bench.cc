@@ -13,6 +13,7 @@
 #include "latency_stats.h"
 #include "report.h"
 #include "subcommands.h"
+#include "transfer_verify.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/status.h"
 #include "yuebing/store/client.h"
@@ -30,18 +31,6 @@ namespace yuebing::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Pattern(uint64_t seed, size_t size) {
-  std::string out(size, '\0');
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull | 1;
-  for (size_t i = 0; i < size; i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(out.data() + i, &x, std::min<size_t>(8, size - i));
-  }
-  return out;
-}
 
 struct PhaseResult {
   uint64_t ops = 0;
@@ -80,7 +69,7 @@ absl::Status RunStoreBench() {
     std::string run = absl::StrCat(Clock::now().time_since_epoch().count());
     // Values: a few distinct patterns reused across keys (key -> pattern index is known).
     std::vector<std::string> patterns;
-    for (int p = 0; p < 4; ++p) patterns.push_back(Pattern(size * 31 + p, size));
+    for (int p = 0; p < 4; ++p) patterns.push_back(PatternValue(size * 31 + p, size));
     PhaseResult put, get;
     std::vector<std::string> keys;
     for (uint64_t first = 0; first < objects; first += batch) {

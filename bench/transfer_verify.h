@@ -28,6 +28,12 @@ absl::StatusOr<std::string> VerifyRoundTrip(const VerifyTarget& target, BatchRun
 
 // Pattern helpers, exposed for tests. The byte at offset i depends on (seed, i) only.
 void FillPattern(char* data, uint64_t length, uint64_t seed);
+// `size` bytes of FillPattern(seed): the values the store benchmarks put and check.
+inline std::string PatternValue(uint64_t seed, size_t size) {
+  std::string out(size, '\0');
+  FillPattern(out.data(), size, seed);
+  return out;
+}
 // Offset of the first byte differing from the pattern, or `length` when all match.
 uint64_t FirstPatternMismatch(const char* data, uint64_t length, uint64_t seed);
 

@@ -11,28 +11,15 @@
 #include <iterator>
 #include <thread>
 
+#include "support/child_process.h"
 #include "support/etcd_process.h"
 
 namespace yuebing {
 namespace {
 
 using std::chrono::milliseconds;
+using test_support::WaitStopped;
 using ::testing::HasSubstr;
-
-// Waits (up to 5 s) until the process is really stopped: SIGSTOP takes effect asynchronously.
-bool WaitStopped(pid_t pid) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T') {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
 
 TEST(EtcdClientParseTest, AcceptsMooncakeStyleListsAndRejectsJunk) {
   auto parsed = EtcdClient::ParseEndpoints("10.0.0.1:2379; http://etcd-b:2380/,[::1]:7");

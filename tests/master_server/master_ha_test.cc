@@ -35,23 +35,9 @@ namespace rpc = ::yuebing::rpc;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using test_support::ChildProcess;
+using test_support::WaitStopped;
 using ::testing::HasSubstr;
 using SteadyClock = std::chrono::steady_clock;
-
-// Waits (up to 5 s) until the process is really stopped: SIGSTOP takes effect asynchronously.
-bool WaitStopped(pid_t pid) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t close = text.rfind(')');
-    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T') {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
 
 constexpr int kLeaseTtlSec = 2;
 constexpr auto kStartTimeout = seconds(20);

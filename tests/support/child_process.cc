@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -103,6 +106,20 @@ absl::StatusOr<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
 std::string BuildPath(const std::string& relative) {
   const char* dir = std::getenv("YUEBING_BUILD_DIR");
   return absl::StrCat(dir != nullptr ? dir : ".", "/", relative);
+}
+
+bool WaitStopped(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T') {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
 }
 
 }  // namespace yuebing::test_support

@@ -45,4 +45,8 @@ class ChildProcess {
 // BuildPath("tests/transport/yb_test_target").
 std::string BuildPath(const std::string& relative);
 
+// Waits up to `timeout` until process `pid` is in the stopped state ('T' in /proc/<pid>/stat):
+// SIGSTOP takes effect asynchronously. True once it is.
+bool WaitStopped(pid_t pid, std::chrono::milliseconds timeout = std::chrono::seconds(5));
+
 }  // namespace yuebing::test_support
