@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/etcd_client.h"
 #include "master.grpc.pb.h"
+#include "store/cluster_fixture.h"
 #include "support/child_process.h"
 #include "support/etcd_process.h"
 #include "yuebing/common/error_code.h"
@@ -34,6 +35,7 @@ namespace {
 namespace rpc = ::yuebing::rpc;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using store::testing::ValueFor;
 using test_support::ChildProcess;
 using test_support::WaitStopped;
 using ::testing::HasSubstr;
@@ -50,19 +52,6 @@ uint16_t FreePort() {
 }
 
 double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// Deterministic bytes for a key, so a reader can check what it got.
-std::string ValueFor(const std::string& key, size_t size) {
-  std::string value(size, '\0');
-  uint64_t x = std::hash<std::string>{}(key) | 1;
-  for (size_t i = 0; i < size; ++i) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    value[i] = static_cast<char>(x);
-  }
-  return value;
-}
 
 struct PingResult {
   bool reached = false;
