@@ -24,7 +24,7 @@
 #include "yuebing/store/client.h"
 
 ABSL_DECLARE_FLAG(std::string, master_server_address);  // store_bench.cc
-ABSL_FLAG(std::string, trace, "../shared/traces/conversation_trace.jsonl",
+ABSL_FLAG(std::string, trace, "bench/traces/conversation_trace.jsonl",
           "replay: trace file (JSON lines with hash_ids)");
 ABSL_FLAG(std::string, block_bytes, "64KB", "replay: bytes of KV per 512-token block");
 ABSL_FLAG(int64_t, max_requests, 0, "replay: requests to replay (0: the whole trace)");

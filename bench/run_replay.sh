@@ -5,7 +5,7 @@
 # to an ideal LRU of the same capacity (read from the master's /metrics).
 #   bench/run_replay.sh [BUILD_DIR]    (default: build)
 # Environment: BLOCK_BYTES (16KB), STORE_SIZE per store (128MB), MAX_REQUESTS (0: all),
-# TRACE (../shared/traces/conversation_trace.jsonl), REPORT (text|json), MASTER_FLAGS (extra
+# TRACE (bench/traces/conversation_trace.jsonl), REPORT (text|json), MASTER_FLAGS (extra
 # yuebing-master flags; default "--default_kv_lease_ttl=100": the replay runs the hour-long trace
 # about 200x faster than recorded, so the 10 s default read lease is scaled down with it; a
 # leased object cannot be evicted, and a 10 s lease here would pin most of the trace).
@@ -15,7 +15,7 @@ BUILD="${1:-build}"
 BLOCK_BYTES="${BLOCK_BYTES:-16KB}"
 STORE_SIZE="${STORE_SIZE:-128MB}"
 MAX_REQUESTS="${MAX_REQUESTS:-0}"
-TRACE="${TRACE:-../shared/traces/conversation_trace.jsonl}"
+TRACE="${TRACE:-bench/traces/conversation_trace.jsonl}"
 REPORT="${REPORT:-text}"
 read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS---default_kv_lease_ttl=100}"
 free_port() {
