@@ -100,6 +100,7 @@ class Cluster:
         self.stores: List[Process] = []
         self.store_segments: List[str] = []
         self.master_address = ""
+        self.metrics_port = 0
         self._stores = stores
         self._store_size = store_size
         self._master_flags = master_flags or []
@@ -107,6 +108,7 @@ class Cluster:
     def start(self) -> "Cluster":
         rpc_port, metrics_port = free_port(), free_port()
         self.master_address = f"127.0.0.1:{rpc_port}"
+        self.metrics_port = metrics_port
         self.master = Process([str(master_binary()), f"--rpc_port={rpc_port}",
                                "--rpc_address=127.0.0.1", f"--metrics_port={metrics_port}",
                                *self._master_flags], "yuebing-master")
