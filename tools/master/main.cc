@@ -302,7 +302,8 @@ int Serve(MasterServer::Options options) {
          (*server)->Wait(absl::ZeroDuration()) != MasterServer::End::kLeadershipLost) {
     signal_number = PollStopSignal(stop_signals);
   }
-  if (signal_number == 0) {
+  const bool lost = (*server)->Wait(absl::ZeroDuration()) == MasterServer::End::kLeadershipLost;
+  if (lost) {
     YB_LOG_WARN("{}: lost the leadership, exiting", kName);
   } else {
     YB_LOG_INFO("{}: signal {}, shutting down", kName, signal_number);
@@ -311,7 +312,7 @@ int Serve(MasterServer::Options options) {
   const auto stats = (*server)->Stats();
   YB_LOG_INFO("{}: stopped with {} objects in {} segments", kName, stats.objects,
               stats.segments.size());
-  return signal_number == 0 ? 3 : 0;
+  return lost ? 3 : 0;
 }
 
 }  // namespace
