@@ -11,8 +11,8 @@
 // alive: until (send time of the last successful renewal) + lease_ttl - safety margin, a bound
 // that cannot pass the time etcd lets the lease expire. When that point passes without a renewal,
 // or a renewal says the lease or the key is gone, the master stops serving (Admit() fails from
-// then on) and calls `on_lost` once; it never becomes leader again in this process (its metadata
-// would be stale), the caller is expected to exit.
+// then on) and calls `on_lost` once; this object never becomes leader again (its metadata would be
+// stale). MasterServer (master/master_server.h) reports that to its owner; yuebing-master exits 3.
 //
 // Thread safety: all methods are thread-safe. `on_lost` runs on the election thread.
 #pragma once

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -17,9 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "fault/checker.h"
-#include "fault/fault_cluster.h"
 #include "fault/load.h"
 #include "store/master_client.h"
+#include "support/test_cluster.h"
 #include "yuebing/common/error_code.h"
 
 namespace yuebing::fault {
@@ -28,9 +30,37 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
+using test_support::TestCluster;
 
 constexpr milliseconds kRpc{1000};
 constexpr milliseconds kTransfer{1000};
+
+// A fault cluster: one master on `rpc_address` with `master_flags`, stores of `store_size` that
+// give up on a master call after 1 s.
+TestCluster::Options FaultOptions(std::vector<std::string> master_flags,
+                                  std::string store_size = "32MB",
+                                  std::string rpc_address = "127.0.0.1") {
+  return {.master_rpc_address = std::move(rpc_address),
+          .master_flags = std::move(master_flags),
+          .store_size = std::move(store_size),
+          .store_flags = {"--rpc_timeout_ms=1000"}};
+}
+
+// A client of `cluster` with the fault suite's deadlines and no segment of its own.
+std::unique_ptr<store::Client> MakeClient(TestCluster& cluster, bool enable_shm) {
+  store::ClientConfig config;
+  config.rpc_timeout = kRpc;
+  config.transfer_timeout = kTransfer;
+  config.enable_shm = enable_shm;
+  config.global_segment_size = 0;
+  return cluster.MakeClient(config);
+}
+
+// Runs a shell command; returns its exit status (0 on success). Output goes to the test's stderr.
+int RunCommand(const std::string& command) {
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 Budget DefaultBudget() { return Budget{kRpc, kTransfer, milliseconds(1500), 2}; }
 
@@ -91,11 +121,11 @@ void ExpectClean(const Checker& checker) {
 
 // (1) kill -9 of stores at random points under a put/get load from several threads.
 TEST(Fault, KillStores) {
-  FaultCluster cluster({.master_flags = {"--client_ttl=2"}});
-  ASSERT_TRUE(cluster.StartMaster());
+  TestCluster cluster(FaultOptions({"--client_ttl=2"}));
+  ASSERT_GE(cluster.StartMaster(), 0);
   for (int i = 0; i < 4; ++i) ASSERT_GE(cluster.StartStore(), 0);
-  auto shm_client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/true);
-  auto tcp_client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/false);
+  auto shm_client = MakeClient(cluster, /*enable_shm=*/true);
+  auto tcp_client = MakeClient(cluster, /*enable_shm=*/false);
   ASSERT_NE(shm_client, nullptr);
   ASSERT_NE(tcp_client, nullptr);
 
@@ -133,10 +163,10 @@ TEST(Fault, KillStores) {
 
 // (2) kill -9 of a client process between PutStart and PutEnd.
 TEST(Fault, KillClientMidPut) {
-  FaultCluster cluster({.master_flags = {"--put_start_discard_timeout_sec=2"}});
-  ASSERT_TRUE(cluster.StartMaster());
+  TestCluster cluster(FaultOptions({"--put_start_discard_timeout_sec=2"}));
+  ASSERT_GE(cluster.StartMaster(), 0);
   for (int i = 0; i < 2; ++i) ASSERT_GE(cluster.StartStore(), 0);
-  auto client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/false);
+  auto client = MakeClient(cluster, /*enable_shm=*/false);
   ASSERT_NE(client, nullptr);
   Checker checker("kill_client_mid_put", RunSeed(), DefaultBudget());
 
@@ -182,10 +212,10 @@ TEST(Fault, KillClientMidPut) {
 
 // (3) kill -9 of the master and a restart on the same port (no HA).
 TEST(Fault, MasterRestart) {
-  FaultCluster cluster({});
-  ASSERT_TRUE(cluster.StartMaster());
+  TestCluster cluster(FaultOptions({}));
+  ASSERT_GE(cluster.StartMaster(), 0);
   for (int i = 0; i < 2; ++i) ASSERT_GE(cluster.StartStore(), 0);
-  auto client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/true);
+  auto client = MakeClient(cluster, /*enable_shm=*/true);
   ASSERT_NE(client, nullptr);
   Checker checker("master_restart", RunSeed(), DefaultBudget());
 
@@ -201,7 +231,7 @@ TEST(Fault, MasterRestart) {
   const Tally at_kill = checker.Snapshot();
   std::this_thread::sleep_for(milliseconds(3000));  // the outage, under load
   const Tally outage = checker.Snapshot();
-  ASSERT_TRUE(cluster.StartMaster());
+  ASSERT_TRUE(cluster.RestartMaster());
   const auto restarted = Clock::now();
   // The load keeps running until its puts and gets succeed again.
   bool load_recovered = WaitFor(
@@ -234,10 +264,10 @@ TEST(Fault, MasterRestart) {
 
 // (4) a store holding replicas stops responding (SIGSTOP), then continues (SIGCONT).
 TEST(Fault, StoppedPeer) {
-  FaultCluster cluster({});
-  ASSERT_TRUE(cluster.StartMaster());
+  TestCluster cluster(FaultOptions({}));
+  ASSERT_GE(cluster.StartMaster(), 0);
   for (int i = 0; i < 3; ++i) ASSERT_GE(cluster.StartStore(), 0);
-  auto client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/false);
+  auto client = MakeClient(cluster, /*enable_shm=*/false);
   ASSERT_NE(client, nullptr);
   Checker checker("stopped_peer", RunSeed(), DefaultBudget());
   master::ReplicateConfig two;
@@ -267,7 +297,7 @@ TEST(Fault, StoppedPeer) {
   // A client that never talked to the stopped store must first open its segment
   // (a handshake the stopped process never answers): that too is bounded, once
   // per call, not once per key.
-  auto fresh = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/false);
+  auto fresh = MakeClient(cluster, /*enable_shm=*/false);
   ASSERT_NE(fresh, nullptr);
   int fresh_ok = 0;
   for (const auto& got : checker.BatchGet(*fresh, keys)) fresh_ok += got.ok() ? 1 : 0;
@@ -392,16 +422,17 @@ TEST(Fault, NetworkPartition) {
   Netns netns;
   const std::string why = netns.Create();
   if (!why.empty()) GTEST_SKIP() << "network namespaces unavailable (" << why << ")";
-  FaultCluster cluster(
-      {.master_rpc_address = "0.0.0.0", .master_flags = {"--client_ttl=2"}, .store_size = "64MB"});
-  ASSERT_TRUE(cluster.StartMaster());
+  TestCluster cluster(FaultOptions({"--client_ttl=2"}, "64MB", "0.0.0.0"));
+  ASSERT_GE(cluster.StartMaster(), 0);
   for (int i = 0; i < 2; ++i) ASSERT_GE(cluster.StartStore(), 0);
-  const int far = cluster.StartStore(
-      netns.Prefix(), absl::StrCat(netns.outer_ip(), ":", cluster.rpc_port()), netns.inner_ip());
+  const int far =
+      cluster.StartStore({.prefix = netns.Prefix(),
+                          .master_address = absl::StrCat(netns.outer_ip(), ":", cluster.rpc_port()),
+                          .local_hostname = netns.inner_ip()});
   ASSERT_GE(far, 0);
   const std::string far_segment = cluster.store(far).segment;
   // No shared memory: a same-host client could otherwise read the far store's memory directly.
-  auto client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/false);
+  auto client = MakeClient(cluster, /*enable_shm=*/false);
   ASSERT_NE(client, nullptr);
   Checker checker("network_partition", RunSeed(), DefaultBudget());
 
@@ -481,11 +512,11 @@ bool FlipBit(pid_t pid, const master::Replica& r, uint64_t size, std::mt19937_64
 
 // (6) bit flips in the segment memory of stores holding objects.
 TEST(Fault, BitFlips) {
-  FaultCluster cluster({});
-  ASSERT_TRUE(cluster.StartMaster());
+  TestCluster cluster(FaultOptions({}));
+  ASSERT_GE(cluster.StartMaster(), 0);
   for (int i = 0; i < 2; ++i) ASSERT_GE(cluster.StartStore(), 0);
-  auto shm_client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/true);
-  auto tcp_client = cluster.MakeClient(kRpc, kTransfer, /*enable_shm=*/false);
+  auto shm_client = MakeClient(cluster, /*enable_shm=*/true);
+  auto tcp_client = MakeClient(cluster, /*enable_shm=*/false);
   ASSERT_NE(shm_client, nullptr);
   ASSERT_NE(tcp_client, nullptr);
   Checker checker("bit_flips", RunSeed(), DefaultBudget());

@@ -19,6 +19,7 @@
 #include "store/master_client.h"
 #include "support/child_process.h"
 #include "support/etcd_process.h"
+#include "support/test_cluster.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/master/master_service.h"
 #include "yuebing/store/client.h"
@@ -206,24 +207,21 @@ TEST_F(MasterAuthTest, CertificateWithoutKeyIsRejected) {
 // Real processes: yuebing-master with --cluster_secret_file and TLS flags; yuebing-store processes
 // with and without the secret (from the environment) and the CA.
 TEST(MasterAuthProcessTest, MasterAndStoreProcessesWithSecretAndTls) {
-  using test_support::BuildPath;
   using test_support::ChildProcess;
+  using test_support::TestCluster;
   TestCertificate cert = MakeCertificate();
   ASSERT_FALSE(cert.cert_pem.empty());
   const std::string dir = cert.cert_path.substr(0, cert.cert_path.rfind('/'));
   const std::string secret_file = dir + "/secret";
   ASSERT_EQ(std::system(absl::StrCat("printf '%s\\n' '", kSecret, "' > ", secret_file).c_str()), 0);
-  auto port = test_support::PickFreeTcpPort();
-  ASSERT_TRUE(port.ok()) << port.status();
-  auto master =
-      ChildProcess::Start({BuildPath("tools/master/yuebing-master"),
-                           absl::StrCat("--rpc_port=", *port), "--rpc_address=127.0.0.1",
-                           "--metrics_port=0", absl::StrCat("--cluster_secret_file=", secret_file),
-                           absl::StrCat("--tls_cert_file=", cert.cert_path),
-                           absl::StrCat("--tls_key_file=", dir, "/key.pem")});
-  ASSERT_TRUE(master.ok()) << master.status();
-  ASSERT_TRUE((*master)->WaitForLine("yuebing-master listening", std::chrono::seconds(30)).ok());
-  const std::string address = absl::StrCat("127.0.0.1:", *port);
+  TestCluster cluster({.master_flags = {absl::StrCat("--cluster_secret_file=", secret_file),
+                                        absl::StrCat("--tls_cert_file=", cert.cert_path),
+                                        absl::StrCat("--tls_key_file=", dir, "/key.pem")},
+                       .store_size = "16MB",
+                       .store_flags = {"--rpc_timeout_ms=3000"},
+                       .start_timeout = std::chrono::seconds(30)});
+  ASSERT_EQ(cluster.StartMaster(), 0);
+  const std::string address = cluster.master_address();
 
   auto client =
       MasterClient::Create(address, kRpcTimeout, Security(kSecret, "", "", cert.cert_pem));
@@ -233,22 +231,15 @@ TEST(MasterAuthProcessTest, MasterAndStoreProcessesWithSecretAndTls) {
   ASSERT_TRUE(stranger.ok());
   EXPECT_FALSE((*stranger)->Ping(kClient).ok());
 
-  auto start_store = [&](bool with_secret) {
-    if (with_secret) setenv("YUEBING_CLUSTER_SECRET_FILE", secret_file.c_str(), 1);
-    setenv("YUEBING_MASTER_TLS_CA_FILE", cert.cert_path.c_str(), 1);
-    auto store = ChildProcess::Start({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
-                                      BuildPath("tools/store/yuebing-store"),
-                                      absl::StrCat("--master_server_address=", address),
-                                      "--global_segment_size=16MB", "--rpc_timeout_ms=3000"});
-    unsetenv("YUEBING_CLUSTER_SECRET_FILE");
-    unsetenv("YUEBING_MASTER_TLS_CA_FILE");
-    return store;
-  };
-  auto store = start_store(true);
-  ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_TRUE((*store)->WaitForLine("yuebing-store ready", std::chrono::seconds(30)).ok());
-
-  auto refused = start_store(false);
+  // Stores get the secret and the CA from the environment, their stderr joined to stdout.
+  const TestCluster::StoreSpec joined{.prefix = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"}};
+  setenv("YUEBING_CLUSTER_SECRET_FILE", secret_file.c_str(), 1);
+  setenv("YUEBING_MASTER_TLS_CA_FILE", cert.cert_path.c_str(), 1);
+  const int store = cluster.StartStore(joined);
+  unsetenv("YUEBING_CLUSTER_SECRET_FILE");
+  EXPECT_GE(store, 0);
+  auto refused = ChildProcess::Start(cluster.StoreArgv(joined));  // without the secret
+  unsetenv("YUEBING_MASTER_TLS_CA_FILE");
   ASSERT_TRUE(refused.ok()) << refused.status();
   std::string output;
   for (;;) {
@@ -281,17 +272,19 @@ TEST(MasterAuthProcessTest, MasterAndStoreProcessesWithSecretAndTls) {
   auto wrong = store::Client::Create(config);
   EXPECT_FALSE(wrong.ok());
 
-  (*store)->Signal(SIGTERM);
-  EXPECT_TRUE((*store)->Wait(std::chrono::seconds(30)).ok());
-  (*master)->Signal(SIGTERM);
-  EXPECT_TRUE((*master)->Wait(std::chrono::seconds(30)).ok());
+  if (store >= 0) {
+    cluster.store(store).process->Signal(SIGTERM);
+    EXPECT_TRUE(cluster.store(store).process->Wait(std::chrono::seconds(30)).ok());
+  }
+  cluster.SignalMaster(0, SIGTERM);
+  EXPECT_TRUE(cluster.master().process->Wait(std::chrono::seconds(30)).ok());
   RemoveCertificate(cert);
 }
 
 TEST(MasterAuthProcessTest, UnusableSecretFileStopsTheMaster) {
-  auto master = test_support::ChildProcess::Start(
-      {test_support::BuildPath("tools/master/yuebing-master"), "--rpc_port=0", "--metrics_port=0",
-       "--cluster_secret_file=/nonexistent/yb-secret"});
+  auto master = test_support::ChildProcess::Start({test_support::TestCluster::MasterBinary(),
+                                                   "--rpc_port=0", "--metrics_port=0",
+                                                   "--cluster_secret_file=/nonexistent/yb-secret"});
   ASSERT_TRUE(master.ok());
   auto status = (*master)->Wait(std::chrono::seconds(20));
   ASSERT_TRUE(status.ok()) << status.status();

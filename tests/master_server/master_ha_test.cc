@@ -22,9 +22,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/etcd_client.h"
 #include "master.grpc.pb.h"
-#include "store/cluster_fixture.h"
 #include "support/child_process.h"
 #include "support/etcd_process.h"
+#include "support/test_cluster.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/store/client.h"
@@ -35,8 +35,8 @@ namespace {
 namespace rpc = ::yuebing::rpc;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using store::testing::ValueFor;
-using test_support::ChildProcess;
+using test_support::TestCluster;
+using test_support::ValueFor;
 using test_support::WaitStopped;
 using ::testing::HasSubstr;
 using SteadyClock = std::chrono::steady_clock;
@@ -44,12 +44,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int kLeaseTtlSec = 2;
 constexpr auto kStartTimeout = seconds(20);
 const std::string kClient = "0123456789abcdef0123456789abcdef";
-
-uint16_t FreePort() {
-  auto port = test_support::PickFreeTcpPort();
-  EXPECT_TRUE(port.ok()) << port.status();
-  return port.ok() ? *port : 0;
-}
 
 double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -71,39 +65,32 @@ class MasterHaTest : public ::testing::Test {
     auto client = EtcdClient::Create(etcd_->endpoint(), milliseconds(2000));
     ASSERT_TRUE(client.ok()) << client.status();
     etcd_client_ = std::move(client).value();
+    cluster_ = std::make_unique<TestCluster>(TestCluster::Options{
+        .master_flags = {"--enable_ha", "--etcd_endpoints=" + etcd_->endpoint(),
+                         "--cluster_id=" + cluster_id_,
+                         absl::StrCat("--ha_lease_ttl_sec=", kLeaseTtlSec)},
+        .store_size = "32MB",
+        .store_flags = {"--rpc_timeout_ms=1000"},
+        .master_server_address = EtcdAddress(),
+        .start_timeout = kStartTimeout});
   }
 
   void TearDown() override {
     if (etcd_ != nullptr) etcd_->Resume();  // in case a test paused it
   }
 
-  // Starts one more HA master and waits for its listening line; returns its index.
-  size_t StartMaster() {
-    const uint16_t rpc_port = FreePort();
-    const uint16_t metrics_port = FreePort();
-    std::vector<std::string> argv = {test_support::BuildPath("tools/master/yuebing-master"),
-                                     "--enable_ha",
-                                     "--etcd_endpoints=" + etcd_->endpoint(),
-                                     "--cluster_id=" + cluster_id_,
-                                     absl::StrCat("--ha_lease_ttl_sec=", kLeaseTtlSec),
-                                     "--rpc_address=127.0.0.1",
-                                     absl::StrCat("--rpc_port=", rpc_port),
-                                     absl::StrCat("--metrics_port=", metrics_port)};
-    auto child = ChildProcess::Start(argv);
-    EXPECT_TRUE(child.ok()) << child.status();
-    auto line = (*child)->WaitForLine("yuebing-master listening", kStartTimeout);
-    EXPECT_TRUE(line.ok()) << "master did not start: " << line.status();
-    if (line.ok()) {
-      EXPECT_THAT(*line, HasSubstr(key_));
-    }
-    Master master;
-    master.address = absl::StrCat("127.0.0.1:", rpc_port);
-    master.metrics_port = metrics_port;
-    master.process = std::move(child).value();
-    master.stub = rpc::MasterService::NewStub(
-        grpc::CreateChannel(master.address, grpc::InsecureChannelCredentials()));
-    masters_.push_back(std::move(master));
-    return masters_.size() - 1;
+  // Starts one more HA master (cluster index == stubs_ index) and waits for its listening line.
+  void StartMaster() {
+    const int index = cluster_->StartMaster();
+    ASSERT_GE(index, 0) << "master did not start";
+    ASSERT_EQ(static_cast<size_t>(index), stubs_.size());
+    EXPECT_THAT(cluster_->master(index).listening_line, HasSubstr(key_));
+    stubs_.push_back(rpc::MasterService::NewStub(
+        grpc::CreateChannel(cluster_->master(index).address, grpc::InsecureChannelCredentials())));
+  }
+
+  const std::string& Address(size_t index) {
+    return cluster_->master(static_cast<int>(index)).address;
   }
 
   PingResult Ping(size_t index) {
@@ -113,7 +100,7 @@ class MasterHaTest : public ::testing::Test {
     request.set_client_id(kClient);
     rpc::PingReply reply;
     PingResult result;
-    grpc::Status status = masters_[index].stub->Ping(&context, request, &reply);
+    grpc::Status status = stubs_[index]->Ping(&context, request, &reply);
     if (!status.ok()) return result;
     result.reached = true;
     result.code = reply.status().code();
@@ -128,8 +115,8 @@ class MasterHaTest : public ::testing::Test {
     while (SteadyClock::now() < deadline) {
       auto kv = etcd_client_->Get(key_);
       if (kv.ok() && kv->has_value()) {
-        for (size_t i = 0; i < masters_.size(); ++i) {
-          if (static_cast<int>(i) == not_index || masters_[i].address != (*kv)->value) continue;
+        for (size_t i = 0; i < stubs_.size(); ++i) {
+          if (static_cast<int>(i) == not_index || Address(i) != (*kv)->value) continue;
           PingResult ping = Ping(i);
           if (ping.reached && ping.code == 0) {
             EXPECT_EQ(ping.term, static_cast<uint64_t>((*kv)->create_revision));
@@ -145,34 +132,25 @@ class MasterHaTest : public ::testing::Test {
 
   void ExpectRefuses(size_t index) {
     PingResult ping = Ping(index);
-    ASSERT_TRUE(ping.reached) << masters_[index].address;
+    ASSERT_TRUE(ping.reached) << Address(index);
     EXPECT_EQ(ping.code, static_cast<int32_t>(ErrorCode::kUnavailableInCurrentStatus));
     EXPECT_THAT(ping.message, HasSubstr("not the leader"));
   }
 
   int ExitCode(size_t index, milliseconds timeout) {
-    auto status = masters_[index].process->Wait(timeout);
-    EXPECT_TRUE(status.ok()) << status.status();
-    if (!status.ok() || !WIFEXITED(*status)) return -1;
-    return WEXITSTATUS(*status);
+    return cluster_->WaitMasterExit(static_cast<int>(index), timeout);
   }
 
   std::string EtcdAddress() const {
     return absl::StrCat("etcd://", etcd_->endpoint(), "?cluster_id=", cluster_id_);
   }
 
-  struct Master {
-    std::string address;
-    uint16_t metrics_port = 0;
-    std::unique_ptr<ChildProcess> process;
-    std::unique_ptr<rpc::MasterService::Stub> stub;
-  };
-
   std::unique_ptr<test_support::EtcdProcess> etcd_;
   std::unique_ptr<EtcdClient> etcd_client_;
   std::string cluster_id_;
   std::string key_;
-  std::vector<Master> masters_;
+  std::unique_ptr<TestCluster> cluster_;  // destroyed (its processes killed) before etcd
+  std::vector<std::unique_ptr<rpc::MasterService::Stub>> stubs_;  // one per master
 };
 
 TEST_F(MasterHaTest, ExactlyOneOfThreeLeadsAndStandbysRefuse) {
@@ -183,9 +161,9 @@ TEST_F(MasterHaTest, ExactlyOneOfThreeLeadsAndStandbysRefuse) {
   ASSERT_GE(leader, 0) << "no leader elected";
   EXPECT_GT(term, 0u);
   int serving = 0;
-  for (size_t i = 0; i < masters_.size(); ++i) {
+  for (size_t i = 0; i < stubs_.size(); ++i) {
     PingResult ping = Ping(i);
-    ASSERT_TRUE(ping.reached) << masters_[i].address;
+    ASSERT_TRUE(ping.reached) << Address(i);
     if (ping.code == 0) {
       ++serving;
       EXPECT_EQ(static_cast<int>(i), leader);
@@ -196,7 +174,7 @@ TEST_F(MasterHaTest, ExactlyOneOfThreeLeadsAndStandbysRefuse) {
   }
   EXPECT_EQ(serving, 1);
   // The leader's metrics show its term.
-  httplib::Client http("127.0.0.1", masters_[leader].metrics_port);
+  httplib::Client http("127.0.0.1", cluster_->master(leader).metrics_port);
   http.set_connection_timeout(std::chrono::seconds(2));
   http.set_read_timeout(std::chrono::seconds(5));
   auto metrics = http.Get("/metrics");
@@ -211,7 +189,7 @@ TEST_F(MasterHaTest, ExactlyOneOfThreeLeadsAndStandbysRefuse) {
   EXPECT_TRUE((*client)->HealthCheck().ok());
   // A client given a standby's address directly gets the not-leader error.
   const size_t standby = leader == 0 ? 1 : 0;
-  config.master_server_address = masters_[standby].address;
+  config.master_server_address = Address(standby);
   auto direct = store::Client::Create(config);
   ASSERT_FALSE(direct.ok());
   EXPECT_EQ(ToErrorCode(direct.status()), ErrorCode::kUnavailableInCurrentStatus)
@@ -228,11 +206,7 @@ TEST_F(MasterHaTest, KillNineOfTheLeaderUnderLoadFailsOver) {
   const int leader = WaitForLeader(seconds(20), &term1);
   ASSERT_GE(leader, 0);
 
-  auto store = ChildProcess::Start({test_support::BuildPath("tools/store/yuebing-store"),
-                                    "--master_server_address=" + EtcdAddress(),
-                                    "--global_segment_size=32MB", "--rpc_timeout_ms=1000"});
-  ASSERT_TRUE(store.ok()) << store.status();
-  ASSERT_TRUE((*store)->WaitForLine("yuebing-store ready", kStartTimeout).ok());
+  ASSERT_GE(cluster_->StartStore(), 0);  // dials the leader through etcd
 
   store::ClientConfig config;
   config.master_server_address = EtcdAddress();
@@ -288,7 +262,7 @@ TEST_F(MasterHaTest, KillNineOfTheLeaderUnderLoadFailsOver) {
   }
   ASSERT_GE(puts_ok.load(), 50) << "no load before the kill";
 
-  masters_[leader].process->Signal(SIGKILL);
+  cluster_->SignalMaster(leader, SIGKILL);
   const auto killed_at = SteadyClock::now();
   // Wait for a put that started after the kill to succeed.
   SteadyClock::time_point first_after{};
@@ -346,7 +320,7 @@ TEST_F(MasterHaTest, SigtermOfTheLeaderHandsOver) {
   uint64_t term1 = 0;
   const int leader = WaitForLeader(seconds(20), &term1);
   ASSERT_GE(leader, 0);
-  masters_[leader].process->Signal(SIGTERM);
+  cluster_->SignalMaster(leader, SIGTERM);
   const auto signalled = SteadyClock::now();
   EXPECT_EQ(ExitCode(leader, milliseconds(10000)), 0);
   uint64_t term2 = 0;

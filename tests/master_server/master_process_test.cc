@@ -18,19 +18,21 @@
 #include "master.grpc.pb.h"
 #include "support/child_process.h"
 #include "support/etcd_process.h"
+#include "support/test_cluster.h"
 
 namespace yuebing {
 namespace {
 
 namespace rpc = ::yuebing::rpc;
 using test_support::ChildProcess;
+using test_support::TestCluster;
 using ::testing::HasSubstr;
 
 constexpr const char* kHost = "127.0.0.1";
 constexpr auto kStartTimeout = std::chrono::seconds(15);
 const std::string kClient = "feedfacefeedfacefeedfacefeedface";
 
-std::string MasterPath() { return test_support::BuildPath("tools/master/yuebing-master"); }
+std::string MasterPath() { return TestCluster::MasterBinary(); }
 
 uint16_t FreePort() {
   auto port = test_support::PickFreeTcpPort();
@@ -83,21 +85,13 @@ class MasterProcessTest : public ::testing::Test {
  protected:
   // Starts a master on fresh ports with extra flags and waits for its listening line.
   void StartMaster(const std::vector<std::string>& extra = {}) {
-    rpc_port_ = FreePort();
-    metrics_port_ = FreePort();
-    ASSERT_NE(rpc_port_, 0);
-    ASSERT_NE(metrics_port_, 0);
-    std::vector<std::string> argv = {MasterPath(), absl::StrCat("--rpc_port=", rpc_port_),
-                                     absl::StrCat("--rpc_address=", kHost),
-                                     absl::StrCat("--metrics_port=", metrics_port_)};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    auto child = ChildProcess::Start(argv);
-    ASSERT_TRUE(child.ok()) << child.status();
-    master_ = std::move(child).value();
-    auto line = master_->WaitForLine("yuebing-master listening", kStartTimeout);
-    ASSERT_TRUE(line.ok()) << "master did not start: " << line.status();
-    EXPECT_THAT(*line, HasSubstr(absl::StrCat("on rpc ", kHost, ":", rpc_port_, " metrics ",
-                                              metrics_port_)));
+    ASSERT_EQ(cluster_.master_count(), 0);
+    ASSERT_EQ(cluster_.StartMaster(extra), 0) << "master did not start";
+    rpc_port_ = cluster_.rpc_port();
+    metrics_port_ = cluster_.metrics_port();
+    EXPECT_THAT(
+        cluster_.master().listening_line,
+        HasSubstr(absl::StrCat("on rpc ", kHost, ":", rpc_port_, " metrics ", metrics_port_)));
     stub_ = rpc::MasterService::NewStub(grpc::CreateChannel(absl::StrCat(kHost, ":", rpc_port_),
                                                             grpc::InsecureChannelCredentials()));
   }
@@ -152,15 +146,16 @@ class MasterProcessTest : public ::testing::Test {
   }
 
   void StopWith(int signo) {
-    master_->Signal(signo);
+    cluster_.SignalMaster(0, signo);
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(ExitCode(*master_, std::chrono::seconds(5)), 0);
+    EXPECT_EQ(cluster_.WaitMasterExit(0, std::chrono::seconds(5)), 0);
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   }
 
   uint16_t rpc_port_ = 0;
   uint16_t metrics_port_ = 0;
-  std::unique_ptr<ChildProcess> master_;
+  TestCluster cluster_{
+      TestCluster::Options{.master_rpc_address = kHost, .start_timeout = kStartTimeout}};
   std::unique_ptr<rpc::MasterService::Stub> stub_;
 };
 

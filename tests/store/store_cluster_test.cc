@@ -4,26 +4,26 @@
 #include <atomic>
 #include <thread>
 
-#include "cluster_fixture.h"
+#include "support/test_cluster.h"
 #include "yuebing/common/error_code.h"
 
 namespace yuebing::store {
 namespace {
 
-using testing::Cluster;
-using testing::ValueFor;
+using test_support::TestCluster;
+using test_support::ValueFor;
 
 ErrorCode Code(const absl::Status& status) { return ToErrorCode(status); }
 
 class StoreClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_ = std::make_unique<Cluster>(Cluster::Options{});
+    cluster_ = std::make_unique<TestCluster>(TestCluster::Options{.stores = 3});
     ASSERT_TRUE(cluster_->Start());
     client_ = cluster_->MakeClient();
     ASSERT_NE(client_, nullptr);
   }
-  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<TestCluster> cluster_;
   std::unique_ptr<Client> client_;
 };
 

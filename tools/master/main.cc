@@ -3,23 +3,23 @@
 // and optionally the transfer engine's HTTP metadata service. Flags follow mooncake_master's names
 // and defaults. Prints "yuebing-master listening on rpc HOST:PORT metrics PORT" once every endpoint
 // serves; on SIGINT/SIGTERM shuts everything down and exits 0.
+// The process itself is a master::MasterServer (master/master_server.h); this file turns flags into
+// its options and waits for a signal or the end of its leadership.
 // With --enable_ha the master joins a leader election through etcd (master/leader_election.h):
 // only the leader serves; the others answer every RPC with UNAVAILABLE_IN_CURRENT_STATUS (-1010).
 // Exit codes: 0 after a signal, 1 when an endpoint cannot be served (e.g. a port in use), 2 for
 // bad flags, 3 when this master lost its leadership (lease not renewed in time, or its leader key
 // gone); run it under a supervisor that restarts it, and it rejoins as a standby.
 #include <signal.h>
-#include <unistd.h>
+#include <time.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -32,16 +32,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "master/admin_http_server.h"
-#include "master/grpc_master_server.h"
-#include "master/leader_election.h"
-#include "master/master_metrics.h"
+#include "master/master_server.h"
 #include "security_flags.h"
 #include "yuebing/common/config.h"
-#include "yuebing/common/error_code.h"
-#include "yuebing/common/http_metadata_server.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/stop_signals.h"
 #include "yuebing/master/master_service.h"
@@ -90,12 +84,10 @@ ABSL_FLAG(int32_t, ha_lease_ttl_sec, 5,
 
 namespace {
 
-using yuebing::master::LeaderElection;
 using yuebing::master::MasterOptions;
-using yuebing::master::MasterService;
+using yuebing::master::MasterServer;
 
 constexpr const char* kName = "yuebing-master";
-constexpr auto kTickPeriod = absl::Milliseconds(100);
 
 // absl::ParseCommandLine exits with status 1 on a bad flag; this tool promises 2. While flags are
 // parsed, an exit runs this handler, which turns it into exit status 2.
@@ -117,22 +109,6 @@ bool AsksForUsage(int argc, char** argv) {
   }
   return false;
 }
-
-struct Config {
-  MasterOptions master;
-  std::string rpc_host;
-  uint16_t rpc_port = 0;
-  uint16_t metrics_port = 0;
-  bool metadata_server = false;
-  std::string metadata_host;
-  uint16_t metadata_port = 0;
-  bool ha = false;
-  std::string etcd_endpoints;
-  std::string cluster_id;
-  std::string advertise_host;
-  std::chrono::seconds lease_ttl{5};
-  yuebing::MasterRpcSecurity security;  // security_flags.h
-};
 
 absl::Status FlagError(absl::string_view flag, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", message));
@@ -250,178 +226,93 @@ absl::Status CheckHaFlags() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Config> ConfigFromFlags() {
-  Config config;
-  if (auto s = ReadDurations(&config.master); !s.ok()) return s;
-  if (auto s = ReadEviction(&config.master); !s.ok()) return s;
+// The server's options from the flags. Errors: kInvalidArgument naming the flag.
+absl::StatusOr<MasterServer::Options> OptionsFromFlags() {
+  MasterServer::Options options;
+  if (auto s = ReadDurations(&options.master); !s.ok()) return s;
+  if (auto s = ReadEviction(&options.master); !s.ok()) return s;
   if (auto s = CheckHaFlags(); !s.ok()) return s;
 
-  config.rpc_host = absl::GetFlag(FLAGS_rpc_address);
-  if (auto s = CheckHost("rpc_address", config.rpc_host); !s.ok()) return s;
+  options.rpc_host = absl::GetFlag(FLAGS_rpc_address);
+  if (auto s = CheckHost("rpc_address", options.rpc_host); !s.ok()) return s;
   auto rpc_port = PortFlag("rpc_port", absl::GetFlag(FLAGS_rpc_port));
   if (!rpc_port.ok()) return rpc_port.status();
-  config.rpc_port = *rpc_port;
+  options.rpc_port = *rpc_port;
   auto metrics_port = PortFlag("metrics_port", absl::GetFlag(FLAGS_metrics_port));
   if (!metrics_port.ok()) return metrics_port.status();
-  config.metrics_port = *metrics_port;
+  options.metrics_port = *metrics_port;
 
   const int32_t threads = absl::GetFlag(FLAGS_rpc_thread_num);
   if (threads < 0) return FlagError("rpc_thread_num", absl::StrCat("must be >= 0, got ", threads));
 
-  config.metadata_server = absl::GetFlag(FLAGS_enable_http_metadata_server);
-  config.metadata_host = absl::GetFlag(FLAGS_http_metadata_server_host);
-  if (auto s = CheckHost("http_metadata_server_host", config.metadata_host); !s.ok()) return s;
+  options.http_metadata_server = absl::GetFlag(FLAGS_enable_http_metadata_server);
+  options.metadata_host = absl::GetFlag(FLAGS_http_metadata_server_host);
+  if (auto s = CheckHost("http_metadata_server_host", options.metadata_host); !s.ok()) return s;
   auto metadata_port =
       PortFlag("http_metadata_server_port", absl::GetFlag(FLAGS_http_metadata_server_port));
   if (!metadata_port.ok()) return metadata_port.status();
-  config.metadata_port = *metadata_port;
+  options.metadata_port = *metadata_port;
 
-  config.ha = absl::GetFlag(FLAGS_enable_ha);
-  config.etcd_endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
-  config.cluster_id = absl::GetFlag(FLAGS_cluster_id);
+  options.ha = absl::GetFlag(FLAGS_enable_ha);
+  options.etcd_endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  options.cluster_id = absl::GetFlag(FLAGS_cluster_id);
   const int32_t ttl = absl::GetFlag(FLAGS_ha_lease_ttl_sec);
   if (ttl < 2 || ttl > 3600) {
     return FlagError("ha_lease_ttl_sec", absl::StrCat("must be 2..3600, got ", ttl));
   }
-  config.lease_ttl = std::chrono::seconds(ttl);
-  config.advertise_host = absl::GetFlag(FLAGS_rpc_advertise_address);
-  if (!config.advertise_host.empty()) {
-    if (auto s = CheckHost("rpc_advertise_address", config.advertise_host); !s.ok()) return s;
-  } else if (config.rpc_host != "0.0.0.0" && config.rpc_host != "::" && config.rpc_host != "[::]") {
-    config.advertise_host = config.rpc_host;
-  } else {
-    char name[256] = {};
-    if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
-      config.advertise_host = "127.0.0.1";
-    } else {
-      config.advertise_host = name;
-    }
+  options.lease_ttl = std::chrono::seconds(ttl);
+  options.advertise_host = absl::GetFlag(FLAGS_rpc_advertise_address);
+  if (!options.advertise_host.empty()) {
+    if (auto s = CheckHost("rpc_advertise_address", options.advertise_host); !s.ok()) return s;
   }
   auto security = yuebing::master::MasterSecurityFromFlags();
   if (!security.ok()) return security.status();
-  config.security = *std::move(security);
-  return config;
+  options.security = *std::move(security);
+  return options;
 }
-
-// "host:port" for gRPC; IPv6 literals get brackets.
-std::string GrpcAddress(const std::string& host, uint16_t port) {
-  if (host.find(':') != std::string::npos && host.front() != '[') {
-    return absl::StrCat("[", host, "]:", port);
-  }
-  return absl::StrCat(host, ":", port);
-}
-
-// Runs MasterService::Tick() every kTickPeriod until destroyed.
-class Ticker {
- public:
-  explicit Ticker(MasterService* service)
-      : thread_([this, service] {
-          while (!stop_.WaitForNotificationWithTimeout(kTickPeriod)) service->Tick();
-        }) {}
-  ~Ticker() {
-    stop_.Notify();
-    thread_.join();
-  }
-
- private:
-  absl::Notification stop_;
-  std::thread thread_;
-};
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", kName, message.c_str());
   return code;
 }
 
-int Serve(const Config& config) {
+// Waits up to 100 ms for SIGINT/SIGTERM (blocked by BlockStopSignals); returns it, or 0.
+int PollStopSignal(const sigset_t& signals) {
+  const timespec timeout = {0, 100 * 1000 * 1000};
+  const int signal_number = sigtimedwait(&signals, nullptr, &timeout);
+  return signal_number > 0 ? signal_number : 0;
+}
+
+// Runs the server until a stop signal (exit 0) or the loss of the leadership (exit 3).
+int Serve(MasterServer::Options options) {
   const sigset_t stop_signals = yuebing::BlockStopSignals();
-  MasterService service(config.master);
-  yuebing::master::MasterMetrics metrics;
-
-  // With HA, RPCs are admitted only while the election says this master leads. A standby's
-  // MasterService stays empty, so a new leader starts with no metadata.
-  std::unique_ptr<LeaderElection> election;
-  std::atomic<LeaderElection*> elected{nullptr};
-  std::atomic<bool> lost_leadership{false};
-  yuebing::master::GrpcMasterServer::Options rpc_options;
-  rpc_options.metrics = &metrics;
-  if (config.ha) {
-    rpc_options.admit = [&elected]() -> absl::Status {
-      LeaderElection* e = elected.load();
-      if (e == nullptr) {
-        return yuebing::MakeError(yuebing::ErrorCode::kUnavailableInCurrentStatus,
-                                  "not the leader master; the election has not started");
-      }
-      return e->Admit();
-    };
-    rpc_options.term_provider = [&elected]() -> uint64_t {
-      LeaderElection* e = elected.load();
-      return e == nullptr ? 0 : e->term();
-    };
-  }
-  yuebing::master::AdminHttpServer::Options admin_options;
-  admin_options.term_provider = rpc_options.term_provider;
-  rpc_options.security = config.security;
-  auto rpc = yuebing::master::GrpcMasterServer::Start(GrpcAddress(config.rpc_host, config.rpc_port),
-                                                      &service, rpc_options);
-  if (!rpc.ok()) return Fail(1, absl::StrCat("rpc server: ", rpc.status().message()));
-  auto admin = yuebing::master::AdminHttpServer::Start(config.rpc_host, config.metrics_port,
-                                                       &service, &metrics, admin_options);
-  if (!admin.ok()) return Fail(1, absl::StrCat("metrics server: ", admin.status().message()));
-  std::unique_ptr<yuebing::HttpMetadataServer> metadata;
-  if (config.metadata_server) {
-    auto started = yuebing::HttpMetadataServer::Start(config.metadata_host, config.metadata_port);
-    if (!started.ok()) {
-      return Fail(1, absl::StrCat("http metadata server: ", started.status().message()));
+  auto server = MasterServer::Start(std::move(options));
+  if (!server.ok()) {
+    // kInvalidArgument: the HA settings cannot work; otherwise an endpoint cannot be served.
+    if (server.status().code() == absl::StatusCode::kInvalidArgument) {
+      return Fail(2, absl::StrCat("--enable_ha: ", server.status().message()));
     }
-    metadata = std::move(started).value();
+    return Fail(1, std::string(server.status().message()));
   }
-  auto ticker = std::make_unique<Ticker>(&service);
-
-  if (config.ha) {
-    LeaderElection::Options ha;
-    ha.etcd_endpoints = config.etcd_endpoints;
-    ha.cluster_id = config.cluster_id;
-    ha.advertise_address = GrpcAddress(config.advertise_host, (*rpc)->port());
-    ha.lease_ttl = config.lease_ttl;
-    auto started = LeaderElection::Start(ha, [&lost_leadership] {
-      lost_leadership.store(true);
-      kill(getpid(), SIGTERM);  // wakes WaitForStopSignal below
-    });
-    if (!started.ok()) return Fail(2, absl::StrCat("--enable_ha: ", started.status().message()));
-    election = std::move(started).value();
-    elected.store(election.get());
-  }
-
-  std::string line = absl::StrCat(kName, " listening on rpc ", config.rpc_host, ":", (*rpc)->port(),
-                                  " metrics ", (*admin)->port());
-  if (metadata != nullptr) {
-    absl::StrAppend(&line, " metadata http://", config.metadata_host, ":", metadata->port(),
-                    "/metadata");
-  }
-  if (election != nullptr) {
-    absl::StrAppend(&line, " ha ", LeaderElection::LeaderKey(config.cluster_id), " as ",
-                    GrpcAddress(config.advertise_host, (*rpc)->port()));
-  }
-  std::printf("%s\n", line.c_str());
+  std::printf("%s listening on %s\n", kName, (*server)->Endpoints().c_str());
   std::fflush(stdout);
 
-  const int signal_number = yuebing::WaitForStopSignal(stop_signals);
-  if (lost_leadership.load()) {
+  int signal_number = 0;
+  while (signal_number == 0 &&
+         (*server)->Wait(absl::ZeroDuration()) != MasterServer::End::kLeadershipLost) {
+    signal_number = PollStopSignal(stop_signals);
+  }
+  const bool lost = (*server)->Wait(absl::ZeroDuration()) == MasterServer::End::kLeadershipLost;
+  if (lost) {
     YB_LOG_WARN("{}: lost the leadership, exiting", kName);
   } else {
     YB_LOG_INFO("{}: signal {}, shutting down", kName, signal_number);
   }
-  // Stop serving and hand over (revoke the lease) before anything else.
-  if (election != nullptr) election->Resign();
-  ticker.reset();
-  (*rpc)->Shutdown();
-  admin->reset();
-  metadata.reset();
-  const auto stats = service.Stats();
+  (*server)->Stop();
+  const auto stats = (*server)->Stats();
   YB_LOG_INFO("{}: stopped with {} objects in {} segments", kName, stats.objects,
               stats.segments.size());
-  return lost_leadership.load() ? 3 : 0;
+  return lost ? 3 : 0;
 }
 
 }  // namespace
@@ -450,13 +341,13 @@ int main(int argc, char** argv) {
   }
   yuebing::InitLogging();
 
-  absl::StatusOr<Config> config = ConfigFromFlags();
-  if (!config.ok()) return Fail(2, std::string(config.status().message()));
+  absl::StatusOr<MasterServer::Options> options = OptionsFromFlags();
+  if (!options.ok()) return Fail(2, std::string(options.status().message()));
   if (absl::GetFlag(FLAGS_rpc_thread_num) != 0) {
     YB_LOG_WARN("{}: --rpc_thread_num is accepted for compatibility and not used", kName);
   }
   if (!absl::GetFlag(FLAGS_etcd_endpoints).empty() && !absl::GetFlag(FLAGS_enable_ha)) {
     YB_LOG_WARN("{}: --etcd_endpoints is set but only used with --enable_ha", kName);
   }
-  return Serve(*config);
+  return Serve(*std::move(options));
 }
