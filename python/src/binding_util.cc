@@ -1,6 +1,5 @@
 #include "binding_util.h"
 
-#include <cstdlib>
 #include <utility>
 
 #include "yuebing/common/logging.h"
@@ -41,13 +40,6 @@ std::vector<ByteView> ViewAll(const py::sequence& objects) {
   views.reserve(objects.size());
   for (py::handle object : objects) views.emplace_back(object);
   return views;
-}
-
-bool ShmEnabledByEnv() {
-  const char* value = std::getenv("YUEBING_ENABLE_SHM");
-  if (value == nullptr) return true;
-  std::string v = AsciiLower(value);
-  return !(v == "0" || v == "false" || v == "no" || v == "off");
 }
 
 std::string AsciiLower(absl::string_view text) {

@@ -53,10 +53,6 @@ std::vector<ByteView> ViewAll(const pybind11::sequence& objects);
 // A process address given from Python as an integer (e.g. numpy's ctypes.data, torch's data_ptr()).
 inline void* AddressOf(uintptr_t address) { return reinterpret_cast<void*>(address); }
 
-// yuebing's own switch, YUEBING_ENABLE_SHM=0: peers on this host are reached over TCP instead of
-// shared memory (for measurements; the default is shared memory where possible).
-bool ShmEnabledByEnv();
-
 // Lower-cases ASCII letters (protocol names are matched case-insensitively, as Mooncake's
 // configuration helpers do).
 std::string AsciiLower(absl::string_view text);

@@ -28,6 +28,7 @@
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
+#include "yuebing/store/store_config.h"
 #include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::python {
@@ -106,7 +107,7 @@ class PyTransferEngine {
     options.protocol = AsciiLower(absl::StripAsciiWhitespace(protocol));
     if (options.protocol.empty()) options.protocol = "tcp";
     options.rdma_devices = device_name;
-    options.enable_shm = ShmEnabledByEnv();
+    options.enable_shm = store::ShmEnabledByEnvironment();     // YUEBING_ENABLE_SHM
     absl::StatusOr<std::string> secret = LoadClusterSecret();  // $YUEBING_CLUSTER_SECRET[_FILE]
     if (!secret.ok()) {
       YB_LOG_ERROR("yuebing: TransferEngine.initialize: {}", secret.status().ToString());

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "config_binding.h"
 #include "engine_binding.h"
 #include "store_binding.h"
 #include "yuebing/common/logging.h"
@@ -41,6 +42,7 @@ PYBIND11_MODULE(_yuebing, m) {
   logger->set_level(spdlog::get_level());
   spdlog::set_default_logger(logger);
   spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%^%l%$] [%t] %v");
+  yuebing::python::BindConfig(m);
   yuebing::python::BindStore(m);
   yuebing::python::BindEngine(m);
 }

@@ -9,6 +9,10 @@
 // network and copy work. The client is held through a shared_ptr snapshot, so close() racing
 // with calls in other threads is safe: those calls finish on the old client, which is destroyed
 // (segment unmounted, engine stopped) when the last of them returns.
+//
+// Configuration: setup()'s arguments and dict are handed to yuebing::store::StoreConfig
+// (include/yuebing/store/store_config.h), which holds the defaults, the checks and the translation
+// into a ClientConfig; limits come from yuebing/common/limits.h.
 #include "store_binding.h"
 
 #include <pybind11/stl.h>
@@ -16,33 +20,29 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "binding_util.h"
-#include "yuebing/common/config.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 #include "yuebing/master/types.h"
 #include "yuebing/store/client.h"
+#include "yuebing/store/store_config.h"
 
 namespace yuebing::python {
 namespace {
 
 namespace py = pybind11;
 using store::Client;
-
-constexpr uint64_t kDefaultSegmentBytes = 16ull << 20;  // Mooncake's dict-form defaults
-constexpr int64_t kMaxReplicas = 64;
-constexpr const char* kDefaultMaster = "127.0.0.1:50051";
 
 // health_check() results, as Mooncake's.
 constexpr int kHealthy = 0;
@@ -74,9 +74,9 @@ std::string Describe(const ReplicateConfig& c) {
 }
 
 absl::StatusOr<master::ReplicateConfig> ToMaster(const ReplicateConfig& c, const Client& client) {
-  if (c.replica_num < 1 || c.replica_num > kMaxReplicas) {
+  if (c.replica_num < 1 || c.replica_num > int64_t{limits::kMaxReplicas}) {
     return MakeError(ErrorCode::kInvalidParams,
-                     absl::StrCat("replica_num must be 1..", kMaxReplicas));
+                     absl::StrCat("replica_num must be 1..", limits::kMaxReplicas));
   }
   master::ReplicateConfig out;
   out.replica_num = static_cast<uint32_t>(c.replica_num);
@@ -115,28 +115,6 @@ auto Released(std::shared_ptr<Client> client, Fn&& fn) {
   return result;
 }
 
-struct SetupOptions {
-  std::string local_hostname;
-  std::string metadata_server;
-  int64_t global_segment_size = 0;
-  int64_t local_buffer_size = 0;
-  std::string protocol = "tcp";
-  std::string rdma_devices;
-  std::string master_server_addr = kDefaultMaster;
-  bool engine_given = false;
-  bool enable_ssd_offload = false;
-  std::string tenant_id = "default";
-  bool enable_client_http_server = false;
-  std::optional<bool> enable_shm;  // yuebing extension (dict key); default: YUEBING_ENABLE_SHM
-};
-
-// Mooncake's rule for metadata connection strings: P2PHANDSHAKE, a URL, or a bare host:port that
-// means etcd.
-std::string NormalizeMetadata(const std::string& metadata) {
-  if (metadata == "P2PHANDSHAKE" || metadata.find("://") != std::string::npos) return metadata;
-  return "etcd://" + metadata;
-}
-
 std::string HostOnly(const std::string& hostname) {
   if (!hostname.empty() && hostname.front() == '[') {
     size_t close = hostname.find(']');
@@ -147,93 +125,22 @@ std::string HostOnly(const std::string& hostname) {
   return hostname;
 }
 
-absl::StatusOr<store::ClientConfig> ToClientConfig(const SetupOptions& o) {
-  auto invalid = [](absl::string_view what) { return MakeError(ErrorCode::kInvalidParams, what); };
-  if (o.local_hostname.empty()) return invalid("local_hostname is required");
-  if (o.metadata_server.empty()) return invalid("metadata_server is required");
-  if (o.master_server_addr.empty()) return invalid("master_server_addr is required");
-  if (o.global_segment_size < 0) return invalid("global_segment_size must be >= 0");
-  if (o.local_buffer_size < 0) return invalid("local_buffer_size must be >= 0");
-  std::string protocol = AsciiLower(absl::StripAsciiWhitespace(o.protocol));
-  if (protocol.empty()) protocol = "tcp";
-  if (protocol != "tcp" && protocol != "rdma") {
-    return invalid(absl::StrCat("protocol '", o.protocol, "' is not supported (tcp or rdma)"));
-  }
-  if (!o.tenant_id.empty() && o.tenant_id != "default") {
-    return invalid("tenants are not supported: tenant_id must be 'default'");
-  }
-  if (o.enable_ssd_offload) {
-    YB_LOG_WARN("yuebing: enable_ssd_offload is not supported by this client; ignored");
-  }
-  if (o.enable_client_http_server) {
-    YB_LOG_WARN("yuebing: the client HTTP server is not supported; ignored");
-  }
-  store::ClientConfig config;
-  // A store given a Mooncake TransferEngine still runs its own engine; that engine's name
-  // (host:port) is taken, so only the host is kept.
-  config.local_hostname = o.engine_given ? HostOnly(o.local_hostname) : o.local_hostname;
-  config.metadata_server = NormalizeMetadata(o.metadata_server);
-  config.global_segment_size = static_cast<uint64_t>(o.global_segment_size);
-  config.local_buffer_size = static_cast<uint64_t>(o.local_buffer_size);
-  config.protocol = protocol;
-  config.device_name = o.rdma_devices;
-  config.master_server_address = o.master_server_addr;
-  config.enable_shm = o.enable_shm.value_or(ShmEnabledByEnv());
+// setup()'s configuration. A store given a Mooncake TransferEngine still runs its own engine;
+// that engine's name (host:port) is taken, so only the host is kept.
+absl::StatusOr<store::ClientConfig> ToClientConfig(const store::StoreConfig& c, bool engine_given) {
+  YB_ASSIGN_OR_RETURN(store::ClientConfig config, c.ToClientConfig());
+  if (engine_given) config.local_hostname = HostOnly(config.local_hostname);
   return config;
 }
 
-std::string AsString(py::handle value) { return py::str(value).cast<std::string>(); }
-
-absl::StatusOr<bool> ParseBool(const std::string& text) {
-  std::string t = AsciiLower(absl::StripAsciiWhitespace(text));
-  if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
-  if (t == "0" || t == "false" || t == "no" || t == "off" || t.empty()) return false;
-  return MakeError(ErrorCode::kInvalidParams, absl::StrCat("not a boolean: '", text, "'"));
-}
-
-// Mooncake's dict form of setup(): values are read as strings; sizes accept units ("16MB").
-absl::StatusOr<SetupOptions> OptionsFromDict(const py::dict& dict) {
-  SetupOptions o;
-  o.global_segment_size = static_cast<int64_t>(kDefaultSegmentBytes);
-  o.local_buffer_size = static_cast<int64_t>(kDefaultSegmentBytes);
-  auto text = [&](const char* key) -> std::optional<std::string> {
-    if (!dict.contains(key) || dict[key].is_none()) return std::nullopt;
-    return AsString(dict[key]);
-  };
-  auto size = [&](const char* key, int64_t* out) -> absl::Status {
-    std::optional<std::string> value = text(key);
-    if (!value) return absl::OkStatus();
-    absl::StatusOr<uint64_t> parsed = ParseSize(*value);
-    if (!parsed.ok() || *parsed > static_cast<uint64_t>(INT64_MAX)) {
-      return MakeError(ErrorCode::kInvalidParams, absl::StrCat("bad ", key, " '", *value, "'"));
-    }
-    *out = static_cast<int64_t>(*parsed);
-    return absl::OkStatus();
-  };
-  auto flag = [&](const char* key, bool* out) -> absl::Status {
-    std::optional<std::string> value = text(key);
-    if (!value) return absl::OkStatus();
-    YB_ASSIGN_OR_RETURN(*out, ParseBool(*value));
-    return absl::OkStatus();
-  };
-  o.local_hostname = text("local_hostname").value_or("");
-  o.metadata_server = text("metadata_server").value_or("");
-  YB_RETURN_IF_ERROR(size("global_segment_size", &o.global_segment_size));
-  YB_RETURN_IF_ERROR(size("local_buffer_size", &o.local_buffer_size));
-  o.protocol = text("protocol").value_or("tcp");
-  // Mooncake's names first; the names of its JSON config file are accepted too.
-  o.rdma_devices = text("rdma_devices").value_or(text("device_name").value_or(""));
-  o.master_server_addr =
-      text("master_server_addr").value_or(text("master_server_address").value_or(kDefaultMaster));
-  o.tenant_id = text("tenant_id").value_or("default");
-  YB_RETURN_IF_ERROR(flag("enable_ssd_offload", &o.enable_ssd_offload));
-  YB_RETURN_IF_ERROR(flag("enable_client_http_server", &o.enable_client_http_server));
-  if (text("enable_shm")) {
-    bool shm = true;
-    YB_RETURN_IF_ERROR(flag("enable_shm", &shm));
-    o.enable_shm = shm;
+// Mooncake's dict form of setup(): every non-None value as its str().
+std::map<std::string, std::string> DictAsText(const py::dict& dict) {
+  std::map<std::string, std::string> out;
+  for (auto item : dict) {
+    if (item.second.is_none()) continue;
+    out[py::str(item.first).cast<std::string>()] = py::str(item.second).cast<std::string>();
   }
-  return o;
+  return out;
 }
 
 void WarnNotReady(const char* method) {
@@ -263,8 +170,8 @@ class DistributedStore {
 
   // --- lifecycle ---
 
-  int Setup(const SetupOptions& options) {
-    absl::StatusOr<store::ClientConfig> config = ToClientConfig(options);
+  int Setup(const store::StoreConfig& options, bool engine_given) {
+    absl::StatusOr<store::ClientConfig> config = ToClientConfig(options, engine_given);
     if (!config.ok()) {
       YB_LOG_ERROR("yuebing: setup failed: {}", config.status().message());
       return Code(config.status());
@@ -286,12 +193,13 @@ class DistributedStore {
   }
 
   int SetupFromDict(const py::dict& dict) {
-    absl::StatusOr<SetupOptions> options = OptionsFromDict(dict);
+    absl::StatusOr<store::StoreConfig> options =
+        store::StoreConfig::FromSetupDict(DictAsText(dict));
     if (!options.ok()) {
       YB_LOG_ERROR("yuebing: setup failed: {}", options.status().message());
       return Code(options.status());
     }
-    return Setup(*options);
+    return Setup(*options, /*engine_given=*/false);
   }
 
   int Close() {
@@ -765,19 +673,18 @@ void BindStore(py::module_& m) {
              const py::object& engine, bool enable_ssd_offload,
              const std::string& /*ssd_offload_path*/, const std::string& tenant_id,
              bool enable_client_http_server, int /*client_http_port*/) {
-            SetupOptions o;
+            store::StoreConfig o;
             o.local_hostname = local_hostname;
             o.metadata_server = metadata_server;
             o.global_segment_size = global_segment_size;
             o.local_buffer_size = local_buffer_size;
             o.protocol = protocol;
-            o.rdma_devices = rdma_devices;
-            o.master_server_addr = master_server_addr;
-            o.engine_given = !engine.is_none();
+            o.device_name = rdma_devices;
+            o.master_server_address = master_server_addr;
             o.enable_ssd_offload = enable_ssd_offload;
             o.tenant_id = tenant_id;
             o.enable_client_http_server = enable_client_http_server;
-            return self.Setup(o);
+            return self.Setup(o, /*engine_given=*/!engine.is_none());
           },
           py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),
           py::arg("local_buffer_size"), py::arg("protocol"), py::arg("rdma_devices"),
@@ -909,16 +816,6 @@ void BindStore(py::module_& m) {
       // memory
       .def("register_buffer", &S::RegisterBuffer, py::arg("buffer_ptr"), py::arg("size"))
       .def("unregister_buffer", &S::UnregisterBuffer, py::arg("buffer_ptr"));
-
-  m.def(
-      "parse_size",
-      [](const std::string& text) {
-        absl::StatusOr<uint64_t> size = ParseSize(text);
-        if (!size.ok()) throw py::value_error(std::string(size.status().message()));
-        return *size;
-      },
-      py::arg("text"),
-      "Parses a byte size such as '16MB', '1.5 GiB' or '4096' (KB/MB/GB = 1024^n).");
 }
 
 }  // namespace yuebing::python

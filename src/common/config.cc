@@ -160,6 +160,13 @@ absl::StatusOr<std::chrono::nanoseconds> ParseDuration(absl::string_view text) {
   return std::chrono::nanoseconds(static_cast<int64_t>(*nanos));
 }
 
+absl::StatusOr<bool> ParseBool(absl::string_view text) {
+  const std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
+  if (t.empty() || t == "0" || t == "false" || t == "no" || t == "off") return false;
+  return absl::InvalidArgumentError(absl::StrCat("not a boolean: '", text, "'"));
+}
+
 absl::StatusOr<uint64_t> SizeFromEnv(const char* name, uint64_t fallback) {
   if (name == nullptr) return absl::InvalidArgumentError("SizeFromEnv: null variable name");
   const char* value = std::getenv(name);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "master/master_impl.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
@@ -20,7 +21,6 @@ namespace yuebing::master {
 namespace {
 
 constexpr size_t kMaxEndpointBytes = 1024;
-constexpr size_t kMaxReportEntries = 65536;
 constexpr uint32_t kMaxTasksPerSync = 4096;
 constexpr size_t kMaxQueuedDrops = 65536;
 
@@ -140,7 +140,7 @@ absl::StatusOr<DiskSyncReply> MasterService::Impl::SyncDiskTier(const ClientId& 
     return MakeError(ErrorCode::kInvalidParams, "bad disk tier id");
   }
   if (request.spilled.size() + request.announced.size() + request.removed.size() >
-      kMaxReportEntries) {
+      limits::kMaxDiskReportEntries) {
     return MakeError(ErrorCode::kInvalidParams, "too many entries in one disk report");
   }
   YB_ASSIGN_OR_RETURN(const uint64_t serial, TouchClient(client));

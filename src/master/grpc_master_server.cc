@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "master.grpc.pb.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 
 namespace yuebing::master {
@@ -46,18 +47,17 @@ absl::Status Invalid(absl::string_view message) {
 }
 
 absl::Status CheckBatch(int keys) {
-  if (static_cast<size_t>(keys) > MasterService::kMaxBatch) {
+  if (static_cast<size_t>(keys) > limits::kMaxBatchKeys) {
     return Invalid(
-        absl::StrCat("batch of ", keys, " keys is over the limit of ", MasterService::kMaxBatch));
+        absl::StrCat("batch of ", keys, " keys is over the limit of ", limits::kMaxBatchKeys));
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckClient(const std::string& client_id) {
   if (client_id.empty()) return Invalid("empty client_id");
-  if (client_id.size() > GrpcMasterServer::kMaxClientIdBytes) {
-    return Invalid(
-        absl::StrCat("client_id longer than ", GrpcMasterServer::kMaxClientIdBytes, " bytes"));
+  if (client_id.size() > limits::kMaxClientIdBytes) {
+    return Invalid(absl::StrCat("client_id longer than ", limits::kMaxClientIdBytes, " bytes"));
   }
   return absl::OkStatus();
 }
@@ -234,8 +234,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
                                           const rpc::RemoveByRegexRequest* request,
                                           rpc::RemoveCountReply* reply) override {
     return Serve(context, RpcOp::kRemoveByRegex, reply, [&]() -> Outcome {
-      if (request->pattern().empty() || request->pattern().size() > kMaxRegexBytes) {
-        return {Invalid(absl::StrCat("regex must be 1..", kMaxRegexBytes, " bytes"))};
+      if (request->pattern().empty() || request->pattern().size() > limits::kMaxRegexBytes) {
+        return {Invalid(absl::StrCat("regex must be 1..", limits::kMaxRegexBytes, " bytes"))};
       }
       auto removed = service_->RemoveByRegex(request->pattern(), request->force());
       if (!removed.ok()) return {removed.status()};

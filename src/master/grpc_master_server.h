@@ -1,9 +1,10 @@
 // The master's control-plane endpoint: serves yuebing.rpc.MasterService (master.proto) over gRPC
 // by calling a MasterService. Statuses travel as Mooncake numeric codes; every reply carries the
 // term given by the term provider. Requests are checked before they reach the MasterService: a
-// batch over MasterService::kMaxBatch keys, parallel lists of different lengths, or a client id
-// that is empty or over kMaxClientIdBytes get a whole-request kInvalidParams (-600) and touch
-// nothing. No input makes it crash.
+// batch over limits::kMaxBatchKeys keys, parallel lists of different lengths, a client id that
+// is empty or over limits::kMaxClientIdBytes, or a regex over limits::kMaxRegexBytes
+// (yuebing/common/limits.h) get a whole-request kInvalidParams (-600) and touch nothing. No input
+// makes it crash.
 //
 // Threads: RPCs are served with gRPC's callback API, inline on gRPC's own fixed-size pool (sized
 // by the CPU count); a burst of RPCs queues rather than being refused. (The synchronous API with
@@ -33,9 +34,6 @@ namespace yuebing::master {
 
 class GrpcMasterServer {
  public:
-  static constexpr size_t kMaxClientIdBytes = 64;
-  static constexpr size_t kMaxRegexBytes = 4096;
-
   struct Options {
     // RPCs one client connection may have in flight at once (HTTP/2 streams); more wait in the
     // client.

@@ -36,18 +36,21 @@
 #include "master/object_index.h"
 #include "master/segment_allocator.h"
 #include "yuebing/common/clock.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/master/master_service.h"
 
 namespace yuebing::master {
 
-// Bounds on everything the master keeps per caller.
-inline constexpr size_t kMaxClientIdBytes = 256;
-inline constexpr size_t kMaxSegmentNameBytes = 1024;
-inline constexpr size_t kMaxSegments = 65536;
-inline constexpr size_t kMaxClients = 65536;
-inline constexpr uint32_t kMaxReplicas = 16;
-inline constexpr size_t kMaxRegexBytes = 1024;
+// Bounds on what callers send live in yuebing/common/limits.h (client id, segment name, segment
+// and client counts, replicas, regex, batch size).
+using limits::kMaxClientIdBytes;
+using limits::kMaxClients;
+using limits::kMaxRegexBytes;
+using limits::kMaxReplicas;
+using limits::kMaxSegmentNameBytes;
+using limits::kMaxSegments;
+// Object index shards at most (MasterOptions::num_shards is clamped to 1..this).
 inline constexpr uint32_t kMaxShards = 4096;
 // Eviction estimates its LRU cut-off from at most this many sampled candidates (exact below).
 inline constexpr size_t kEvictionSampleCap = 65536;

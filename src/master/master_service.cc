@@ -51,7 +51,8 @@ MasterService::Impl::Impl(MasterOptions options, Clock& clock)
     : options_(Sanitized(options)),
       clock_(clock),
       alignment_(AlignmentOf(options.allocation_alignment)),
-      max_key_bytes_(std::clamp<uint32_t>(options.max_key_bytes, 1, ObjectTable::kMaxKeyBytes)),
+      max_key_bytes_(
+          std::clamp<uint32_t>(options.max_key_bytes, 1, limits::kMaxConfigurableKeyBytes)),
       lease_ttl_ns_(ToNs(options.default_kv_lease_ttl)),
       soft_pin_ttl_ns_(ToNs(options.default_kv_soft_pin_ttl)),
       client_ttl_ns_(ToNs(options.client_ttl)),
@@ -586,7 +587,8 @@ std::vector<absl::StatusOr<std::vector<Replica>>> MasterService::BatchPutStart(
     const ClientId& client, const std::vector<std::string>& keys,
     const std::vector<uint64_t>& sizes, const ReplicateConfig& config) {
   using Result = absl::StatusOr<std::vector<Replica>>;
-  if (keys.size() > kMaxBatch) return AllInvalid<Result>(keys.size(), "batch too large");
+  if (keys.size() > limits::kMaxBatchKeys)
+    return AllInvalid<Result>(keys.size(), "batch too large");
   if (sizes.size() != keys.size()) return AllInvalid<Result>(keys.size(), "keys/sizes mismatch");
   std::vector<Result> results;
   results.reserve(keys.size());
@@ -601,7 +603,8 @@ std::vector<absl::StatusOr<std::vector<Replica>>> MasterService::BatchPutStart(
 std::vector<absl::Status> MasterService::BatchPutEnd(const ClientId& client,
                                                      const std::vector<std::string>& keys,
                                                      const std::vector<uint64_t>& checksums) {
-  if (keys.size() > kMaxBatch) return AllInvalid<absl::Status>(keys.size(), "batch too large");
+  if (keys.size() > limits::kMaxBatchKeys)
+    return AllInvalid<absl::Status>(keys.size(), "batch too large");
   if (checksums.size() != keys.size()) {
     return AllInvalid<absl::Status>(keys.size(), "keys/checksums mismatch");
   }
@@ -615,7 +618,8 @@ std::vector<absl::Status> MasterService::BatchPutEnd(const ClientId& client,
 
 std::vector<absl::Status> MasterService::BatchPutRevoke(const ClientId& client,
                                                         const std::vector<std::string>& keys) {
-  if (keys.size() > kMaxBatch) return AllInvalid<absl::Status>(keys.size(), "batch too large");
+  if (keys.size() > limits::kMaxBatchKeys)
+    return AllInvalid<absl::Status>(keys.size(), "batch too large");
   std::vector<absl::Status> results;
   results.reserve(keys.size());
   for (const std::string& key : keys) results.push_back(impl_->PutRevoke(client, key));
@@ -625,7 +629,8 @@ std::vector<absl::Status> MasterService::BatchPutRevoke(const ClientId& client,
 std::vector<absl::StatusOr<ObjectLocation>> MasterService::BatchGetReplicaList(
     const std::vector<std::string>& keys) {
   using Result = absl::StatusOr<ObjectLocation>;
-  if (keys.size() > kMaxBatch) return AllInvalid<Result>(keys.size(), "batch too large");
+  if (keys.size() > limits::kMaxBatchKeys)
+    return AllInvalid<Result>(keys.size(), "batch too large");
   std::vector<Result> results;
   results.reserve(keys.size());
   for (const std::string& key : keys) results.push_back(impl_->GetReplicaList(key));
@@ -633,7 +638,7 @@ std::vector<absl::StatusOr<ObjectLocation>> MasterService::BatchGetReplicaList(
 }
 
 std::vector<bool> MasterService::BatchExist(const std::vector<std::string>& keys) {
-  if (keys.size() > kMaxBatch) return std::vector<bool>(keys.size(), false);
+  if (keys.size() > limits::kMaxBatchKeys) return std::vector<bool>(keys.size(), false);
   std::vector<bool> results;
   results.reserve(keys.size());
   for (const std::string& key : keys) results.push_back(impl_->Exist(key));
@@ -642,7 +647,8 @@ std::vector<bool> MasterService::BatchExist(const std::vector<std::string>& keys
 
 std::vector<absl::Status> MasterService::BatchRemove(const std::vector<std::string>& keys,
                                                      bool force) {
-  if (keys.size() > kMaxBatch) return AllInvalid<absl::Status>(keys.size(), "batch too large");
+  if (keys.size() > limits::kMaxBatchKeys)
+    return AllInvalid<absl::Status>(keys.size(), "batch too large");
   std::vector<absl::Status> results;
   results.reserve(keys.size());
   for (const std::string& key : keys) results.push_back(impl_->Remove(key, force));

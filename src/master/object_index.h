@@ -19,6 +19,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "yuebing/common/limits.h"
 
 namespace yuebing::master {
 
@@ -46,11 +47,14 @@ struct ObjectEntry {
   uint8_t replicas;  // replica count (>= 1 while used)
 };
 static_assert(sizeof(ObjectEntry) == 64, "ObjectEntry should stay one cache line");
+static_assert(limits::kMaxConfigurableKeyBytes <= UINT16_MAX, "key_len holds every key length");
+static_assert(limits::kMaxReplicas <= UINT8_MAX, "replicas holds every replica count");
 
 class ObjectTable {
  public:
   static constexpr uint32_t kNone = UINT32_MAX;
-  static constexpr uint32_t kMaxKeyBytes = UINT16_MAX;
+  // Longest key the table can hold (ObjectEntry::key_len is 16 bits).
+  static constexpr uint32_t kMaxKeyBytes = limits::kMaxConfigurableKeyBytes;
   static constexpr uint32_t kMaxEntries = 1u << 30;
 
   ObjectTable();

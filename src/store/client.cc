@@ -1,9 +1,7 @@
 // Store client implementation: metadata through MasterClient, bytes through the transfer engine.
 #include "yuebing/store/client.h"
 
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <httplib.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,7 +18,9 @@
 #include "store/fault_point.h"
 #include "store/master_client.h"
 #include "transport/socket_util.h"
+#include "yuebing/common/checksum.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
@@ -36,20 +36,10 @@ using transport::TransferRequest;
 using transport::TransferState;
 using transport::TransferStatus;
 
-constexpr size_t kMaxKeyBytes = 4096;
-
 std::string RandomClientId() {
   std::random_device device;
   return absl::StrCat(absl::Hex(uint64_t{device()} << 32 | device(), absl::kZeroPad16),
                       absl::Hex(uint64_t{device()} << 32 | device(), absl::kZeroPad16));
-}
-
-uint64_t Checksum(absl::Span<const absl::string_view> parts) {
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (absl::string_view part : parts) XXH3_64bits_update(&state, part.data(), part.size());
-  uint64_t value = XXH3_64bits_digest(&state);
-  return value == 0 ? 1 : value;  // 0 means "no checksum recorded"
 }
 
 std::string HostOf(const std::string& segment_name) {
@@ -58,9 +48,9 @@ std::string HostOf(const std::string& segment_name) {
 }
 
 absl::Status ValidateKey(const std::string& key) {
-  if (key.empty() || key.size() > kMaxKeyBytes) {
+  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
     return MakeError(ErrorCode::kInvalidParams,
-                     absl::StrCat("key must be 1..", kMaxKeyBytes, " bytes"));
+                     absl::StrCat("key must be 1..", limits::kMaxKeyBytes, " bytes"));
   }
   return absl::OkStatus();
 }
@@ -401,9 +391,10 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
               MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
     return results;
   }
-  if (config.replica_num == 0) {
+  if (config.replica_num == 0 || config.replica_num > limits::kMaxReplicas) {
     std::fill(results.begin(), results.end(),
-              MakeError(ErrorCode::kInvalidParams, "replica_num must be >= 1"));
+              MakeError(ErrorCode::kInvalidParams,
+                        absl::StrCat("replica_num must be 1..", limits::kMaxReplicas)));
     return results;
   }
   // Valid keys go to the master; the rest keep their error.
@@ -421,7 +412,7 @@ std::vector<absl::Status> ClientImpl::BatchPutParts(
     index.push_back(i);
     start_keys.push_back(keys[i]);
     sizes.push_back(size);
-    checksums.push_back(config_.enable_checksum ? Checksum(parts[i]) : 0);
+    checksums.push_back(config_.enable_checksum ? ObjectChecksum(parts[i]) : kNoChecksum);
   }
   puts_.fetch_add(index.size(), std::memory_order_relaxed);
   if (index.empty()) return results;
@@ -612,7 +603,7 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
     for (size_t i : pending) {
       const ObjectLocation& location = *lookup.locations[i];
       bool ok = !failed[i];
-      if (ok && config_.enable_checksum && location.checksum != 0) {
+      if (ok && config_.enable_checksum && location.checksum != kNoChecksum) {
         std::vector<absl::string_view> pieces;
         uint64_t left = location.size;
         for (const Buffer& b : buffers[i]) {
@@ -621,7 +612,7 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
           pieces.emplace_back(static_cast<const char*>(b.data), length);
           left -= length;
         }
-        if (Checksum(pieces) != location.checksum) {
+        if (!ChecksumMatches(location.checksum, pieces)) {
           ok = false;
           checksum_failed[i] = true;
           ++checksum_failures_;
@@ -697,8 +688,7 @@ absl::Status ClientImpl::ReadFromDisk(const std::string& key, const Replica& rep
     return MakeError(ErrorCode::kObjectNotFound,
                      absl::StrCat("disk copy of '", key, "' has the wrong size"));
   }
-  if (config_.enable_checksum && location.checksum != 0 &&
-      Checksum({absl::string_view(body)}) != location.checksum) {
+  if (config_.enable_checksum && !ChecksumMatches(location.checksum, body)) {
     ++checksum_failures_;
     YB_LOG_WARN("checksum mismatch reading '{}' from disk on {}", key, replica.disk_endpoint);
     return MakeError(ErrorCode::kObjectNotFound,

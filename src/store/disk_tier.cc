@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <fstream>
@@ -14,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/http_bind.h"
+#include "yuebing/common/checksum.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
@@ -22,7 +23,9 @@ namespace yuebing::store {
 namespace {
 
 constexpr size_t kAnnounceChunk = 1024;
-constexpr size_t kMaxPendingReports = 60000;  // stays under the master's per-report limit
+constexpr size_t kMaxPendingReports = 60000;
+static_assert(kMaxPendingReports + kAnnounceChunk <= limits::kMaxDiskReportEntries,
+              "a report stays under the master's limit");
 constexpr auto kServeStartTimeout = std::chrono::seconds(10);
 
 // The directory's identity: read from "tier.id", created (temp + rename) when missing.
@@ -46,12 +49,6 @@ absl::StatusOr<std::string> TierIdOf(const std::string& dir) {
     return MakeError(ErrorCode::kWriteFail, absl::StrCat("cannot rename ", temp));
   }
   return id;
-}
-
-// The object checksum the store client records (xxh3-64, 0 mapped to 1).
-uint64_t ObjectChecksum(const char* data, size_t size) {
-  const uint64_t value = XXH3_64bits(data, size);
-  return value == 0 ? 1 : value;
 }
 
 }  // namespace
@@ -80,7 +77,7 @@ absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Start(const DiskTierOptions&
   tier->server_ = std::make_unique<httplib::Server>();
   DiskTier* self = tier.get();
   tier->server_->Post("/disk/get", [self](const httplib::Request& req, httplib::Response& res) {
-    if (req.body.empty() || req.body.size() > FileStore::kMaxKeyBytes) {
+    if (req.body.empty() || req.body.size() > limits::kMaxKeyBytes) {
       res.status = 400;
       res.set_content("bad key", "text/plain");
       return;
@@ -96,7 +93,7 @@ absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Start(const DiskTierOptions&
     yuebing::MutexLock lock(&self->mu_);
     ++self->stats_.served;
   });
-  tier->server_->set_payload_max_length(FileStore::kMaxKeyBytes);
+  tier->server_->set_payload_max_length(limits::kMaxKeyBytes);
   YB_ASSIGN_OR_RETURN(const uint16_t port,
                       BindHttpServer(*tier->server_, options.host, options.port));
   tier->endpoint_ = absl::StrCat(options.host, ":", port);
@@ -202,7 +199,7 @@ void DiskTier::Spill(const master::SpillTask& task) {
   // Copied first: the master keeps the range allocated while the spill is outstanding, but a
   // Remove may free it; the checksum then tells.
   std::string bytes(reinterpret_cast<const char*>(task.address), task.size);
-  if (task.checksum != 0 && ObjectChecksum(bytes.data(), bytes.size()) != task.checksum) {
+  if (!ChecksumMatches(task.checksum, bytes)) {
     reject("bytes do not match the recorded checksum");
     return;
   }

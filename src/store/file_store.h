@@ -43,7 +43,6 @@ namespace yuebing::store {
 class FileStore {
  public:
   static constexpr size_t kHeaderBytes = 48;
-  static constexpr size_t kMaxKeyBytes = 4096;
 
   struct Entry {
     std::string key;

@@ -157,6 +157,18 @@ TEST(ParseDurationTest, RejectsOverflow) {
   EXPECT_EQ(ParseDuration("3000000h").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ParseBoolTest, MooncakeWords) {
+  for (const char* yes : {"1", "true", "TRUE", " yes ", "On"}) {
+    EXPECT_TRUE(ParseBool(yes).value_or(false)) << yes;
+  }
+  for (const char* no : {"0", "false", "No", " off", "", "  "}) {
+    EXPECT_FALSE(ParseBool(no).value_or(true)) << no;
+  }
+  for (const char* bad : {"2", "maybe", "truee", "y"}) {
+    EXPECT_EQ(ParseBool(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(SizeFromEnvTest, UnsetSetAndMalformed) {
   constexpr const char* kVar = "YUEBING_CONFIG_TEST_SIZE";
   ::unsetenv(kVar);

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 
 namespace yuebing::master {
 namespace {
@@ -578,7 +579,7 @@ TEST_F(MasterServiceTest, BatchFormsGiveOneResultPerKey) {
 
 TEST_F(MasterServiceTest, BatchFormsRefuseOversizedAndMismatchedRequests) {
   Mount("c1", "seg1", 1 << 20);
-  const std::vector<std::string> keys(MasterService::kMaxBatch + 1, "k");
+  const std::vector<std::string> keys(limits::kMaxBatchKeys + 1, "k");
   const std::vector<uint64_t> numbers(keys.size(), 1);
   auto started = master_->BatchPutStart("c1", keys, numbers, {});
   ASSERT_EQ(started.size(), keys.size());
@@ -601,9 +602,9 @@ TEST_F(MasterServiceTest, BatchFormsRefuseOversizedAndMismatchedRequests) {
   EXPECT_EQ(Code(mismatched[1]), ErrorCode::kInvalidParams);
   EXPECT_EQ(master_->BatchPutEnd("c1", {"a"}, {}).size(), 1u);
   EXPECT_EQ(Objects(), 0u);
-  // Exactly kMaxBatch is fine.
+  // Exactly kMaxBatchKeys is fine.
   std::vector<std::string> batch;
-  for (size_t i = 0; i < MasterService::kMaxBatch; ++i) batch.push_back(absl::StrCat("k", i));
+  for (size_t i = 0; i < limits::kMaxBatchKeys; ++i) batch.push_back(absl::StrCat("k", i));
   auto ok = master_->BatchPutStart("c1", batch, std::vector<uint64_t>(batch.size(), 64), {});
   for (const auto& r : ok) ASSERT_TRUE(r.ok()) << r.status();
 }

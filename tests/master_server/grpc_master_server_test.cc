@@ -18,6 +18,7 @@
 #include "master/master_metrics.h"
 #include "yuebing/common/clock.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/master/master_service.h"
 
 namespace yuebing::master {
@@ -249,7 +250,7 @@ TEST_F(GrpcMasterServerTest, MismatchedListsAreRefusedWhole) {
 TEST_F(GrpcMasterServerTest, OversizeBatchesAreRefusedWhole) {
   ASSERT_EQ(Mount("seg").status().code(), kOk);
   std::vector<std::string> keys;
-  for (size_t i = 0; i <= MasterService::kMaxBatch; ++i) keys.push_back(absl::StrCat("key-", i));
+  for (size_t i = 0; i <= limits::kMaxBatchKeys; ++i) keys.push_back(absl::StrCat("key-", i));
 
   auto started = PutStart(keys, std::vector<uint64_t>(keys.size(), 1));
   EXPECT_EQ(started.status().code(), kInvalidParams);
@@ -271,13 +272,13 @@ TEST_F(GrpcMasterServerTest, OversizeBatchesAreRefusedWhole) {
   keys.pop_back();
   ASSERT_TRUE(stub_->BatchExist(Context().get(), Keys(keys), &exist).ok());
   EXPECT_EQ(exist.status().code(), kOk);
-  EXPECT_EQ(exist.exists_size(), static_cast<int>(MasterService::kMaxBatch));
+  EXPECT_EQ(exist.exists_size(), static_cast<int>(limits::kMaxBatchKeys));
   EXPECT_EQ(metrics_.Rpc(RpcOp::kBatchExist).failed, 1u);
 }
 
 TEST_F(GrpcMasterServerTest, ClientIdsAreChecked) {
   EXPECT_EQ(Mount("seg", "").status().code(), kInvalidParams);
-  EXPECT_EQ(Mount("seg", std::string(GrpcMasterServer::kMaxClientIdBytes + 1, 'a')).status().code(),
+  EXPECT_EQ(Mount("seg", std::string(limits::kMaxClientIdBytes + 1, 'a')).status().code(),
             kInvalidParams);
   EXPECT_EQ(service_->Stats().segments.size(), 0u);
 
@@ -325,7 +326,7 @@ TEST_F(GrpcMasterServerTest, RemoveByRegexAndRemoveAll) {
   EXPECT_EQ(count.status().code(), kInvalidParams);
 
   rpc::RemoveByRegexRequest too_long;
-  too_long.set_pattern(std::string(GrpcMasterServer::kMaxRegexBytes + 1, 'a'));
+  too_long.set_pattern(std::string(limits::kMaxRegexBytes + 1, 'a'));
   ASSERT_TRUE(stub_->RemoveByRegex(Context().get(), too_long, &count).ok());
   EXPECT_EQ(count.status().code(), kInvalidParams);
 

@@ -24,6 +24,11 @@ std::string FormatSize(uint64_t bytes);
 // milliseconds, as Mooncake's *_ttl flags). Errors: kInvalidArgument.
 absl::StatusOr<std::chrono::nanoseconds> ParseDuration(absl::string_view text);
 
+// Parses a boolean as Mooncake's configuration does: case-insensitive, surrounding whitespace
+// ignored; "1", "true", "yes", "on" are true; "0", "false", "no", "off" and "" are false.
+// Errors: kInvalidArgument for anything else.
+absl::StatusOr<bool> ParseBool(absl::string_view text);
+
 // Parses an environment variable with ParseSize; returns `fallback` when the variable is unset
 // and kInvalidArgument (naming the variable) when it is set but malformed.
 absl::StatusOr<uint64_t> SizeFromEnv(const char* name, uint64_t fallback);

@@ -7,7 +7,8 @@
 // rarely contend.
 //
 // Errors carry Mooncake numeric codes (yuebing/common/error_code.h):
-//   kInvalidParams (-600)        bad key (empty, > kMaxKeyBytes), zero size, replica_num 0, ...
+//   kInvalidParams (-600)        bad key (empty, > max_key_bytes), zero size, replica_num 0, a
+//                                caller bound of yuebing/common/limits.h exceeded, ...
 //   kObjectNotFound (-704)       no such key, or not complete yet (Get/Exist treat in-progress as
 //                                absent)
 //   kObjectAlreadyExists (-705)  PutStart of a key that exists (complete or being written by
@@ -28,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "yuebing/common/clock.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/master/types.h"
 
 namespace yuebing::master {
@@ -44,7 +46,8 @@ struct MasterOptions {
   // An unfinished put older than this is revoked by Tick() and its space freed.
   std::chrono::milliseconds put_start_release_timeout{600000};
   uint32_t num_shards = 64;
-  uint32_t max_key_bytes = 4096;
+  // Longest key accepted; clamped to 1..limits::kMaxConfigurableKeyBytes.
+  uint32_t max_key_bytes = limits::kMaxKeyBytes;
   // Objects are placed at this alignment inside segments.
   uint32_t allocation_alignment = 64;
   // Disk tier: an object chosen for eviction on a segment whose owner has a disk tier is handed
@@ -57,8 +60,6 @@ struct MasterOptions {
 
 class MasterService {
  public:
-  static constexpr size_t kMaxBatch = 4096;
-
   explicit MasterService(MasterOptions options, Clock& clock = Clock::Real());
   ~MasterService();
   MasterService(const MasterService&) = delete;
@@ -105,7 +106,7 @@ class MasterService {
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force = false);
   uint64_t RemoveAll(bool force = false);
 
-  // --- batch forms: one result per key, in order; at most kMaxBatch keys ---
+  // --- batch forms: one result per key, in order; at most limits::kMaxBatchKeys keys ---
   std::vector<absl::StatusOr<std::vector<Replica>>> BatchPutStart(
       const ClientId& client, const std::vector<std::string>& keys,
       const std::vector<uint64_t>& sizes, const ReplicateConfig& config);
