@@ -53,7 +53,7 @@ absl::StatusOr<MemoryRegistry::Pin> MemoryRegistry::Acquire(uint64_t addr, uint6
     uint64_t offset = addr - entry.buffer.addr;
     if (!entry.removing && offset < entry.buffer.length && length <= entry.buffer.length - offset) {
       ++entry.pins;
-      return Pin(this, it->first);
+      return Pin(this, it->first, entry.buffer.length);
     }
   }
   return absl::PermissionDeniedError(

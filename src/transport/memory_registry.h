@@ -46,18 +46,26 @@ class MemoryRegistry {
   // Keeps one buffer registered while alive. Movable, not copyable.
   class Pin {
    public:
-    Pin(Pin&& other) noexcept : registry_(other.registry_), key_(other.key_) {
+    Pin(Pin&& other) noexcept
+        : registry_(other.registry_), key_(other.key_), length_(other.length_) {
       other.registry_ = nullptr;
     }
     Pin& operator=(Pin&&) = delete;
     Pin(const Pin&) = delete;
     ~Pin();
 
+    // Whether [addr, addr+length) lies inside the pinned buffer (for boundary checks).
+    bool Covers(uint64_t addr, uint64_t length) const {
+      return addr >= key_ && length <= length_ && addr - key_ <= length_ - length;
+    }
+
    private:
     friend class MemoryRegistry;
-    Pin(MemoryRegistry* registry, uint64_t key) : registry_(registry), key_(key) {}
+    Pin(MemoryRegistry* registry, uint64_t key, uint64_t length)
+        : registry_(registry), key_(key), length_(length) {}
     MemoryRegistry* registry_;
-    uint64_t key_;
+    uint64_t key_;     // start of the pinned buffer
+    uint64_t length_;  // its length
   };
 
  private:

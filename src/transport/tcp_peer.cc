@@ -8,6 +8,7 @@
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
 #include "transport/wire_format.h"
+#include "yuebing/common/check.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
@@ -55,7 +56,10 @@ absl::Status ReplyToStatus(WireStatus status, const std::string& segment) {
   }
 }
 
-absl::Status SendHello(int fd, const std::string& segment, uint64_t epoch) {
+// Bounded by `deadline`: a target that accepted the connection but never answers (a stopped
+// process still has the kernel accept for it) must not hold the sender thread, which Shutdown
+// joins.
+absl::Status SendHello(int fd, const std::string& segment, uint64_t epoch, AuthDeadline deadline) {
   FrameHeader header;
   header.type = FrameType::kHello;
   header.addr = epoch;
@@ -64,7 +68,11 @@ absl::Status SendHello(int fd, const std::string& segment, uint64_t epoch) {
   EncodeFrameHeader(header, bytes);
   iovec iov[2] = {{bytes, kFrameHeaderBytes}, {const_cast<char*>(segment.data()), segment.size()}};
   YB_RETURN_IF_ERROR(SendAll(fd, iov, 2));
-  YB_RETURN_IF_ERROR(RecvAll(fd, bytes, kFrameHeaderBytes));
+  absl::Status received = RecvAllUntil(fd, bytes, kFrameHeaderBytes, deadline);
+  if (absl::IsDeadlineExceeded(received)) {
+    return absl::UnavailableError(absl::StrCat("no HELLO reply from ", segment));
+  }
+  YB_RETURN_IF_ERROR(received);
   YB_ASSIGN_OR_RETURN(FrameHeader reply, DecodeFrameHeader(bytes));
   if (reply.type != FrameType::kHelloReply) {
     return absl::InternalError(absl::StrCat("unexpected reply to HELLO from ", segment));
@@ -167,11 +175,15 @@ void TcpPeer::SenderLoop(Connection* conn) {
   absl::StatusOr<int> fd = ConnectTcp(options_.host, options_.port, options_.connect_timeout);
   absl::Status status = fd.status();
   if (fd.ok()) {
+    const AuthDeadline handshake_deadline =
+        std::chrono::steady_clock::now() + options_.connect_timeout;
     if (!options_.cluster_secret.empty()) {
       status = AuthenticateToTarget(*fd, options_.cluster_secret, options_.segment_name,
-                                    std::chrono::steady_clock::now() + options_.connect_timeout);
+                                    handshake_deadline);
     }
-    if (status.ok()) status = SendHello(*fd, options_.segment_name, options_.epoch);
+    if (status.ok()) {
+      status = SendHello(*fd, options_.segment_name, options_.epoch, handshake_deadline);
+    }
     if (!status.ok()) CloseFd(*fd);
   }
   {
@@ -283,6 +295,7 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
     }
     slice.task->FinishSlice(slice.length, ReplyToStatus(header->status, options_.segment_name));
     yuebing::MutexLock lock(&mu_);
+    YB_CHECK(inflight_bytes_ >= slice.length, "bytes in flight count every slice sent");
     inflight_bytes_ -= slice.length;
   }
   CleanUpConnection(conn, reason);
@@ -308,6 +321,7 @@ void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
                                                      " lost: ", reason.message())));
   }
   yuebing::MutexLock lock(&mu_);
+  YB_CHECK(inflight_bytes_ >= orphan_bytes, "bytes in flight count every slice sent");
   inflight_bytes_ -= orphan_bytes;
   conn->state = Connection::State::kDead;
   conn->receiver_done = true;
@@ -328,6 +342,9 @@ void TcpPeer::EnsureConnectionsLocked() {
 }
 
 void TcpPeer::ReapDeadConnectionsLocked() {
+  // Once stopping, Shutdown joins every connection's threads; joining here too would join one
+  // thread twice (Shutdown joins outside the lock).
+  if (stopping_) return;
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection* conn = it->get();
     if (conn->state == Connection::State::kDead && conn->sender_done && conn->receiver_done) {

@@ -12,6 +12,7 @@
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
 #include "transport/wire_format.h"
+#include "yuebing/common/check.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
@@ -253,6 +254,8 @@ void TcpServer::ServeConnection(Connection* conn) {
         }
         absl::StatusOr<MemoryRegistry::Pin> pin = registry_->Acquire(header->addr, header->length);
         if (pin.ok()) {
+          YB_CHECK(pin->Covers(header->addr, header->length),
+                   "a WRITE lands inside the buffer the registry pinned for it");
           status = RecvAll(fd, reinterpret_cast<void*>(header->addr), header->length);
         } else {
           status = Drain(fd, header->length);
@@ -271,6 +274,8 @@ void TcpServer::ServeConnection(Connection* conn) {
         }
         absl::StatusOr<MemoryRegistry::Pin> pin = registry_->Acquire(header->addr, header->length);
         if (pin.ok()) {
+          YB_CHECK(pin->Covers(header->addr, header->length),
+                   "a READ comes from inside the buffer the registry pinned for it");
           status = SendReply(fd, FrameType::kReadReply, WireStatus::kOk, *header,
                              reinterpret_cast<const void*>(header->addr), header->length);
         } else {

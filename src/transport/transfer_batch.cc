@@ -6,6 +6,9 @@
 namespace yuebing::transport {
 
 void TransferTask::Start(TransferBatch* batch, uint32_t slices) {
+  YB_CHECK(batch != nullptr && slices > 0, "a task starts with its batch and at least one slice");
+  YB_CHECK(state_.load(std::memory_order_acquire) == TransferState::kWaiting,
+           "a task is started once, by the one transport that accepted it");
   batch_ = batch;
   transferred_.store(0, std::memory_order_relaxed);
   slices_left_.store(slices, std::memory_order_relaxed);
@@ -19,7 +22,9 @@ void TransferTask::FinishSlice(uint64_t bytes, const absl::Status& status) {
     yuebing::MutexLock lock(&mu_);
     if (failure_.ok()) failure_ = status;
   }
-  if (slices_left_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const uint32_t slices_before = slices_left_.fetch_sub(1, std::memory_order_acq_rel);
+  YB_CHECK(slices_before > 0, "a task finishes no more slices than it started");
+  if (slices_before != 1) return;
   TransferState final_state = TransferState::kCompleted;
   {
     yuebing::MutexLock lock(&mu_);
@@ -62,9 +67,20 @@ void TransferBatch::OnTaskFinal() {
   // Taken while this task is still unfinished, so the batch cannot have been freed yet; it keeps
   // the batch (and its mutex) alive until the signal below is done.
   std::shared_ptr<TransferBatch> self = shared_from_this();
-  if (unfinished_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  const size_t unfinished_before = unfinished_.fetch_sub(1, std::memory_order_acq_rel);
+  YB_CHECK(unfinished_before > 0 && unfinished_before <= size(),
+           "no more tasks become final than the batch holds");
+  if (unfinished_before == 1) {
     yuebing::MutexLock lock(&mu_);
     idle_cv_.SignalAll();
+  }
+}
+
+void TransferBatch::NoteDeadline(SteadyTime deadline) {
+  const SteadyTime::rep ticks = deadline.time_since_epoch().count();
+  SteadyTime::rep latest = latest_deadline_.load(std::memory_order_relaxed);
+  while (latest < ticks &&
+         !latest_deadline_.compare_exchange_weak(latest, ticks, std::memory_order_acq_rel)) {
   }
 }
 

@@ -15,6 +15,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "yuebing/common/check.h"
+#include "yuebing/common/clock.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/transport/transfer_engine.h"
 
@@ -49,13 +51,23 @@ class TransferBatch : public std::enable_shared_from_this<TransferBatch> {
   // Reserves `count` task slots and counts them as unfinished; returns the first slot's index.
   // Errors: kResourceExhausted when the batch capacity would be exceeded.
   absl::StatusOr<size_t> Reserve(size_t count);
-  TransferTask& task(size_t index) { return tasks_[index]; }
+  TransferTask& task(size_t index) {
+    YB_CHECK(index < capacity_, "a task index lies inside its batch");
+    return tasks_[index];
+  }
   size_t size() const { return size_.load(std::memory_order_acquire); }
   size_t capacity() const { return capacity_; }
   bool Idle() const { return unfinished_.load(std::memory_order_acquire) == 0; }
 
   // Called by a task when it becomes final.
   void OnTaskFinal();
+
+  // Records the deadline of submitted requests; the latest one bounds how long a waiter waits.
+  void NoteDeadline(SteadyTime deadline);
+  // The latest deadline noted; the epoch of the steady clock when none was.
+  SteadyTime latest_deadline() const {
+    return SteadyTime(SteadyTime::duration(latest_deadline_.load(std::memory_order_acquire)));
+  }
 
   // Waits until no task is unfinished or the timeout passes. Returns true when idle.
   bool WaitIdle(std::chrono::nanoseconds timeout);
@@ -65,6 +77,7 @@ class TransferBatch : public std::enable_shared_from_this<TransferBatch> {
   std::unique_ptr<TransferTask[]> tasks_;
   std::atomic<size_t> size_{0};
   std::atomic<size_t> unfinished_{0};
+  std::atomic<SteadyTime::rep> latest_deadline_{0};
   yuebing::Mutex mu_;
   yuebing::CondVar idle_cv_;
 };

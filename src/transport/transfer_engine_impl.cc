@@ -1,36 +1,22 @@
-// TransferEngine implementation: owns the registry, the TCP server, the metadata publication, the
-// opened peer segments (descriptor, TCP peer, shm mappings), the RDMA transport when there is one,
-// and the batches, and routes every request to the local, shm, RDMA or TCP path.
-#include <signal.h>
+// TransferEngineImpl: start and stop, opened peer segments (open, close, refresh), batches,
+// routing of requests to transports, the bounded wait, and the watchdog.
+#include "transport/transfer_engine_impl.h"
+
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <random>
-#include <thread>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "transport/memory_registry.h"
-#include "transport/metadata_store.h"
-#include "transport/rdma/rdma_transport.h"
 #include "transport/segment_descriptor.h"
-#include "transport/shared_memory.h"
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
-#include "transport/tcp_peer.h"
-#include "transport/tcp_server.h"
-#include "transport/transfer_batch.h"
 #include "transport/wire_format.h"
+#include "yuebing/common/check.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
-#include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::transport {
 namespace {
@@ -91,140 +77,15 @@ absl::StatusOr<std::string> DescribeOverTcp(const std::string& name,
   return out;
 }
 
-// Appends the slices of `request` (task already started with their count) to `out`.
-void AppendSlices(const TransferRequest& request, TransferTask* task, uint64_t slice_bytes,
-                  SteadyTime deadline, std::vector<TcpSlice>& out) {
-  for (uint64_t offset = 0; offset < request.length; offset += slice_bytes) {
-    TcpSlice slice;
-    slice.task = task;
-    slice.opcode = request.opcode;
-    slice.local = static_cast<char*>(request.source) + offset;
-    slice.remote_addr = request.target_offset + offset;
-    slice.length = std::min<uint64_t>(slice_bytes, request.length - offset);
-    slice.deadline = deadline;
-    out.push_back(slice);
-  }
+std::vector<TransferStatus> StatusesOf(TransferBatch& batch) {
+  const size_t size = batch.size();
+  YB_CHECK(size <= batch.capacity(), "a batch never holds more tasks than its capacity");
+  std::vector<TransferStatus> out(size);
+  for (size_t i = 0; i < size; ++i) out[i] = batch.task(i).Status();
+  return out;
 }
 
-// Queues slices on a peer; when the peer refuses them, they fail at once.
-void SubmitSlices(TcpPeer& peer, std::vector<TcpSlice> slices) {
-  std::vector<TcpSlice> copy = slices;
-  absl::Status status = peer.Submit(std::move(copy));
-  if (!status.ok()) {
-    for (TcpSlice& slice : slices) slice.task->FinishSlice(0, status);
-  }
-}
-
-uint32_t SliceCount(uint64_t length, uint64_t slice_bytes) {
-  return static_cast<uint32_t>((length + slice_bytes - 1) / slice_bytes);
-}
-
-// An opened peer segment.
-struct PeerSegment {
-  SegmentHandle handle = -1;
-  std::string name;
-  yuebing::Mutex mu;
-  std::shared_ptr<const SegmentDescriptor> descriptor ABSL_GUARDED_BY(mu);
-  std::shared_ptr<TcpPeer> tcp ABSL_GUARDED_BY(mu);
-  SteadyTime last_refresh ABSL_GUARDED_BY(mu);
-  bool restarted ABSL_GUARDED_BY(mu) = false;  // the peer's epoch changed; handle is dead
-  ShmPeerMappings shm;
-};
-
-class TransferEngineImpl final : public TransferEngine {
- public:
-  explicit TransferEngineImpl(const TransferEngineOptions& options) : options_(options) {}
-  ~TransferEngineImpl() override;
-
-  absl::Status Init();
-
-  const std::string& LocalSegmentName() const override { return segment_name_; }
-  uint16_t RpcPort() const override { return server_->port(); }
-  absl::Status RegisterLocalMemory(void* addr, size_t length, const std::string& location) override;
-  absl::Status UnregisterLocalMemory(void* addr) override;
-  absl::StatusOr<void*> AllocateSharedMemory(size_t length) override;
-  absl::Status FreeSharedMemory(void* addr) override;
-  absl::StatusOr<SegmentHandle> OpenSegment(const std::string& segment_name) override;
-  absl::Status CloseSegment(SegmentHandle handle) override;
-  absl::StatusOr<BatchId> AllocateBatch(size_t capacity) override;
-  absl::Status FreeBatch(BatchId batch) override;
-  absl::Status SubmitTransfer(BatchId batch, absl::Span<const TransferRequest> requests) override;
-  absl::StatusOr<TransferStatus> GetTransferStatus(BatchId batch, size_t task_id) override;
-  absl::StatusOr<std::vector<TransferStatus>> WaitBatch(BatchId batch,
-                                                        std::chrono::milliseconds timeout) override;
-  TransferEngineStats Stats() const override {
-    TransferEngineStats stats;
-    stats.local_bytes = local_bytes_.load(std::memory_order_relaxed);
-    stats.shm_bytes = shm_bytes_.load(std::memory_order_relaxed);
-    stats.tcp_bytes = tcp_bytes_.load(std::memory_order_relaxed);
-    stats.rdma_bytes = rdma_bytes_.load(std::memory_order_relaxed);
-    return stats;
-  }
-
- private:
-  absl::Status Register(const RegisteredBuffer& buffer);
-  // Opens the RDMA transport for protocol "rdma"; without a device it warns and leaves rdma_ null.
-  absl::Status InitRdma();
-  void UnregisterRdma(uint64_t addr);
-  // Hands a remote request to RDMA; false (task untouched) when RDMA cannot serve it.
-  bool TryRdma(PeerSegment& segment, const TransferRequest& request, TransferBatch* batch,
-               TransferTask& task, SteadyTime deadline);
-  // The descriptor of this engine's segment as it is now, stamped with `version`.
-  // include_shm=false hides the memfd numbers (for the metadata server when a secret is set).
-  std::string DescribeLocal(uint64_t version, bool include_shm);
-  absl::Status Publish();
-  absl::StatusOr<SegmentDescriptor> FetchDescriptor(const std::string& name);
-  absl::StatusOr<std::shared_ptr<PeerSegment>> FindSegment(SegmentHandle handle);
-  absl::Status Refresh(PeerSegment& segment);
-  std::shared_ptr<TcpPeer> MakeTcpPeer(const SegmentDescriptor& descriptor);
-  static std::shared_ptr<TcpPeer> PeerOf(PeerSegment& segment) {
-    yuebing::MutexLock lock(&segment.mu);
-    return segment.tcp;
-  }
-  std::shared_ptr<TransferBatch> FindBatch(BatchId batch);
-  void RunLocal(const TransferRequest& request, TransferTask& task);
-  bool TryShm(PeerSegment& segment, const TransferRequest& request, TransferTask& task);
-  void WatchdogLoop();
-
-  const TransferEngineOptions options_;
-  std::unique_ptr<MetadataStore> metadata_;
-  MemoryRegistry registry_;
-  std::unique_ptr<TcpServer> server_;
-  std::string segment_name_;
-  std::string tcp_host_;
-  uint64_t epoch_ = 0;
-
-  yuebing::Mutex publish_mu_;
-  uint64_t descriptor_version_ ABSL_GUARDED_BY(publish_mu_) = 0;
-
-  yuebing::Mutex shm_mu_;
-  absl::flat_hash_map<uintptr_t, SharedRegion> owned_shm_ ABSL_GUARDED_BY(shm_mu_);
-  uint64_t next_shm_id_ ABSL_GUARDED_BY(shm_mu_) = 1;
-
-  yuebing::Mutex segments_mu_;
-  absl::flat_hash_map<SegmentHandle, std::shared_ptr<PeerSegment>> segments_
-      ABSL_GUARDED_BY(segments_mu_);
-  absl::flat_hash_map<std::string, SegmentHandle> handles_by_name_ ABSL_GUARDED_BY(segments_mu_);
-  SegmentHandle next_handle_ ABSL_GUARDED_BY(segments_mu_) = 1;
-
-  yuebing::Mutex batches_mu_;
-  absl::flat_hash_map<BatchId, std::shared_ptr<TransferBatch>> batches_
-      ABSL_GUARDED_BY(batches_mu_);
-  BatchId next_batch_ ABSL_GUARDED_BY(batches_mu_) = 1;
-
-  std::atomic<uint64_t> local_bytes_{0};
-  std::atomic<uint64_t> shm_bytes_{0};
-  std::atomic<uint64_t> tcp_bytes_{0};
-  std::atomic<uint64_t> rdma_bytes_{0};
-
-  std::unique_ptr<rdma::RdmaTransport> rdma_;  // null unless protocol "rdma" found a device
-  yuebing::Mutex rkeys_mu_;
-  absl::flat_hash_map<uint64_t, std::vector<uint32_t>> rkeys_ ABSL_GUARDED_BY(rkeys_mu_);
-
-  yuebing::Mutex watchdog_mu_;
-  bool stopping_ ABSL_GUARDED_BY(watchdog_mu_) = false;
-  std::thread watchdog_;
-};
+}  // namespace
 
 absl::Status TransferEngineImpl::Init() {
   InitLogging();
@@ -254,7 +115,7 @@ absl::Status TransferEngineImpl::Init() {
                       ? absl::StrCat("[", local.host, "]:", server_->port())
                       : absl::StrCat(local.host, ":", server_->port());
   epoch_ = RandomEpoch();
-  if (options_.protocol == "rdma") YB_RETURN_IF_ERROR(InitRdma());
+  YB_RETURN_IF_ERROR(InitTransports());
   server_->Serve(segment_name_, epoch_, [this] {
     uint64_t version;
     {
@@ -270,59 +131,61 @@ absl::Status TransferEngineImpl::Init() {
   return absl::OkStatus();
 }
 
-absl::Status TransferEngineImpl::InitRdma() {
-  YB_ASSIGN_OR_RETURN(rdma::RdmaConfig config, rdma::LoadRdmaConfigFromEnvironment());
-  rdma::RdmaTransportOptions rdma_options;
-  rdma_options.config = std::move(config);
-  if (!options_.rdma_devices.empty()) {
-    rdma_options.config.device_filter.clear();
-    for (absl::string_view name : absl::StrSplit(options_.rdma_devices, ',')) {
-      name = absl::StripAsciiWhitespace(name);
-      if (!name.empty()) rdma_options.config.device_filter.emplace_back(name);
+absl::Status TransferEngineImpl::InitTransports() {
+  local_ = std::make_unique<LocalTransport>(&registry_);
+  shm_ = std::make_unique<ShmTransport>([this](PeerSegment& segment) { return Refresh(segment); });
+  TcpTransportOptions tcp_options;
+  tcp_options.slice_bytes = options_.tcp_slice_bytes;
+  tcp_options.connections_per_peer = options_.tcp_connections_per_peer;
+  tcp_options.max_inflight_bytes_per_peer = options_.tcp_max_inflight_bytes_per_peer;
+  tcp_options.connect_timeout = options_.connect_timeout;
+  tcp_options.cluster_secret = options_.cluster_secret;
+  tcp_ = std::make_unique<TcpTransport>(std::move(tcp_options));
+  if (options_.protocol == "rdma") {
+    RdmaEngineOptions rdma;
+    rdma.devices = options_.rdma_devices;
+    rdma.local_segment_name = segment_name_;
+    rdma.connect_timeout = options_.connect_timeout;
+    rdma.cluster_secret = options_.cluster_secret;
+    YB_ASSIGN_OR_RETURN(rdma_, RdmaEngineTransport::Open(rdma));
+    if (rdma_ != nullptr) {
+      server_->SetRdmaConnectHandler(
+          [this](const std::string& request) { return rdma_->HandleConnect(request); });
+      YB_LOG_INFO("RDMA transport on {} NIC(s)", rdma_->LocalNics().size());
     }
   }
-  rdma_options.local_segment_name = segment_name_;
-  rdma_options.connect_timeout = options_.connect_timeout;
-  rdma_options.cluster_secret = options_.cluster_secret;
-  absl::StatusOr<std::unique_ptr<rdma::RdmaTransport>> transport =
-      rdma::CreateRdmaTransport(rdma_options);
-  if (!transport.ok()) {
-    YB_LOG_WARN("protocol \"rdma\" requested but RDMA is unavailable ({}); using TCP",
-                transport.status().message());
-    return absl::OkStatus();
+  auto pick = [](const std::shared_ptr<Transport>& override, Transport* own) {
+    return override != nullptr ? override.get() : own;
+  };
+  local_route_ = pick(overrides_.local, local_.get());
+  Transport* shm = shm_route_ = pick(overrides_.shm, shm_.get());
+  Transport* rdma = rdma_route_ = pick(overrides_.rdma, rdma_.get());
+  Transport* tcp = tcp_route_ = pick(overrides_.tcp, tcp_.get());
+  same_host_chain_ = {shm};
+  remote_chain_.clear();
+  if (rdma != nullptr) {
+    same_host_chain_.push_back(rdma);
+    remote_chain_.push_back(rdma);
   }
-  rdma_ = *std::move(transport);
-  server_->SetRdmaConnectHandler(
-      [this](const std::string& request) { return rdma_->HandleConnect(request); });
-  YB_LOG_INFO("RDMA transport on {} NIC(s)", rdma_->LocalNics().size());
+  same_host_chain_.push_back(tcp);
+  remote_chain_.push_back(tcp);
+  for (Transport* t : {local_route_, shm, rdma, tcp, static_cast<Transport*>(tcp_.get())}) {
+    if (t != nullptr &&
+        std::find(all_transports_.begin(), all_transports_.end(), t) == all_transports_.end()) {
+      all_transports_.push_back(t);
+    }
+  }
   return absl::OkStatus();
 }
 
-void TransferEngineImpl::UnregisterRdma(uint64_t addr) {
-  if (rdma_ == nullptr) return;
-  {
-    yuebing::MutexLock lock(&rkeys_mu_);
-    rkeys_.erase(addr);
-  }
-  absl::Status status = rdma_->UnregisterMemory(reinterpret_cast<void*>(addr));
-  if (!status.ok()) YB_LOG_WARN("RDMA deregistration: {}", status.ToString());
-}
-
-bool TransferEngineImpl::TryRdma(PeerSegment& segment, const TransferRequest& request,
-                                 TransferBatch* batch, TransferTask& task, SteadyTime deadline) {
-  if (rdma_ == nullptr) return false;
-  std::shared_ptr<const SegmentDescriptor> descriptor;
-  {
-    yuebing::MutexLock lock(&segment.mu);
-    descriptor = segment.descriptor;
-  }
-  absl::Status status = rdma_->Submit(*descriptor, request, batch, task, deadline);
-  if (!status.ok()) {
-    YB_LOG_DEBUG("request to {} over TCP: {}", segment.name, status.ToString());
-    return false;
-  }
-  rdma_bytes_.fetch_add(request.length, std::memory_order_relaxed);
-  return true;
+TransferEngineStats TransferEngineImpl::Stats() const {
+  TransferEngineStats stats;
+  stats.local_bytes = local_route_->bytes();
+  stats.shm_bytes = shm_route_->bytes();
+  stats.tcp_bytes = tcp_route_->bytes();
+  stats.rdma_bytes = rdma_route_ != nullptr ? rdma_route_->bytes() : 0;
+  stats.overdue_requests = overdue_requests_.load(std::memory_order_relaxed);
+  return stats;
 }
 
 TransferEngineImpl::~TransferEngineImpl() {
@@ -349,135 +212,6 @@ TransferEngineImpl::~TransferEngineImpl() {
   rdma_.reset();  // deregisters memory before shm regions go away
   yuebing::MutexLock lock(&shm_mu_);
   for (auto& [addr, region] : owned_shm_) FreeSharedRegion(region);
-}
-
-std::string TransferEngineImpl::DescribeLocal(uint64_t version, bool include_shm) {
-  SegmentDescriptor d;
-  d.name = segment_name_;
-  d.tcp_host = tcp_host_;
-  d.tcp_port = server_->port();
-  d.host_id = LocalHostId();
-  d.pid = static_cast<int32_t>(getpid());
-  d.epoch = epoch_;
-  d.version = version;
-  if (rdma_ != nullptr) d.rdma_nics = rdma_->LocalNics();
-  yuebing::MutexLock lock(&rkeys_mu_);
-  for (const RegisteredBuffer& b : registry_.Snapshot()) {
-    BufferDescriptor buffer;
-    buffer.addr = b.addr;
-    buffer.length = b.length;
-    buffer.location = b.location;
-    buffer.shm_fd = options_.enable_shm && include_shm ? b.shm_fd : -1;
-    buffer.shm_id = b.shm_id;
-    if (rdma_ != nullptr) {
-      auto it = rkeys_.find(b.addr);
-      if (it == rkeys_.end()) continue;  // not registered with the NICs yet
-      buffer.rkeys = it->second;
-    }
-    d.buffers.push_back(std::move(buffer));
-  }
-  return EncodeSegmentDescriptor(d);
-}
-
-absl::Status TransferEngineImpl::Publish() {
-  yuebing::MutexLock lock(&publish_mu_);  // orders publications
-  ++descriptor_version_;
-  if (metadata_ == nullptr) return absl::OkStatus();
-  // With a cluster secret the memfd numbers are given only over an authenticated DESCRIBE.
-  return metadata_->Put(SegmentMetadataKey(segment_name_),
-                        DescribeLocal(descriptor_version_, options_.cluster_secret.empty()));
-}
-
-absl::Status TransferEngineImpl::Register(const RegisteredBuffer& buffer) {
-  if (rdma_ != nullptr) {  // before the registry, so a published buffer always has its rkeys
-    YB_ASSIGN_OR_RETURN(std::vector<uint32_t> rkeys,
-                        rdma_->RegisterMemory(reinterpret_cast<void*>(buffer.addr), buffer.length,
-                                              buffer.location));
-    yuebing::MutexLock lock(&rkeys_mu_);
-    rkeys_[buffer.addr] = std::move(rkeys);
-  }
-  if (absl::Status added = registry_.Add(buffer); !added.ok()) {
-    UnregisterRdma(buffer.addr);
-    return added;
-  }
-  if (options_.prefault_on_register && !buffer.engine_owned) {
-    PrefaultMemory(reinterpret_cast<void*>(buffer.addr), buffer.length);
-  }
-  absl::Status status = Publish();
-  if (!status.ok()) {
-    (void)registry_.Remove(buffer.addr);
-    UnregisterRdma(buffer.addr);
-    return absl::Status(status.code(), absl::StrCat("registered memory could not be published: ",
-                                                    status.message()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status TransferEngineImpl::RegisterLocalMemory(void* addr, size_t length,
-                                                     const std::string& location) {
-  RegisteredBuffer buffer;
-  buffer.addr = reinterpret_cast<uint64_t>(addr);
-  buffer.length = length;
-  buffer.location = location;
-  return Register(buffer);
-}
-
-absl::Status TransferEngineImpl::UnregisterLocalMemory(void* addr) {
-  {
-    yuebing::MutexLock lock(&shm_mu_);
-    if (owned_shm_.contains(reinterpret_cast<uintptr_t>(addr))) {
-      return absl::InvalidArgumentError(
-          "memory from AllocateSharedMemory is freed with "
-          "FreeSharedMemory");
-    }
-  }
-  YB_RETURN_IF_ERROR(registry_.Remove(reinterpret_cast<uint64_t>(addr)).status());
-  UnregisterRdma(reinterpret_cast<uint64_t>(addr));
-  absl::Status status = Publish();
-  if (!status.ok()) YB_LOG_WARN("unregistration not published: {}", status.ToString());
-  return absl::OkStatus();
-}
-
-absl::StatusOr<void*> TransferEngineImpl::AllocateSharedMemory(size_t length) {
-  YB_ASSIGN_OR_RETURN(SharedRegion region, AllocateSharedRegion(length));
-  RegisteredBuffer buffer;
-  buffer.addr = reinterpret_cast<uint64_t>(region.addr);
-  buffer.length = region.length;
-  buffer.shm_fd = region.fd;
-  buffer.engine_owned = true;
-  {
-    yuebing::MutexLock lock(&shm_mu_);
-    buffer.shm_id = next_shm_id_++;
-    owned_shm_[reinterpret_cast<uintptr_t>(region.addr)] = region;
-  }
-  absl::Status status = Register(buffer);
-  if (!status.ok()) {
-    yuebing::MutexLock lock(&shm_mu_);
-    owned_shm_.erase(reinterpret_cast<uintptr_t>(region.addr));
-    FreeSharedRegion(region);
-    return status;
-  }
-  return region.addr;
-}
-
-absl::Status TransferEngineImpl::FreeSharedMemory(void* addr) {
-  SharedRegion region;
-  {
-    yuebing::MutexLock lock(&shm_mu_);
-    auto it = owned_shm_.find(reinterpret_cast<uintptr_t>(addr));
-    if (it == owned_shm_.end()) {
-      return absl::NotFoundError("address was not returned by AllocateSharedMemory");
-    }
-    region = it->second;
-    owned_shm_.erase(it);
-  }
-  absl::Status status = registry_.Remove(reinterpret_cast<uint64_t>(addr)).status();
-  UnregisterRdma(reinterpret_cast<uint64_t>(addr));
-  FreeSharedRegion(region);
-  YB_RETURN_IF_ERROR(status);
-  absl::Status published = Publish();
-  if (!published.ok()) YB_LOG_WARN("free not published: {}", published.ToString());
-  return absl::OkStatus();
 }
 
 absl::StatusOr<SegmentDescriptor> TransferEngineImpl::FetchDescriptor(const std::string& name) {
@@ -510,19 +244,6 @@ absl::StatusOr<SegmentDescriptor> TransferEngineImpl::FetchDescriptor(const std:
   return descriptor;
 }
 
-std::shared_ptr<TcpPeer> TransferEngineImpl::MakeTcpPeer(const SegmentDescriptor& descriptor) {
-  TcpPeerOptions peer;
-  peer.segment_name = descriptor.name;
-  peer.host = descriptor.tcp_host;
-  peer.port = descriptor.tcp_port;
-  peer.epoch = descriptor.epoch;
-  peer.connections = options_.tcp_connections_per_peer;
-  peer.max_inflight_bytes = options_.tcp_max_inflight_bytes_per_peer;
-  peer.connect_timeout = options_.connect_timeout;
-  peer.cluster_secret = options_.cluster_secret;
-  return std::make_shared<TcpPeer>(std::move(peer));
-}
-
 absl::StatusOr<SegmentHandle> TransferEngineImpl::OpenSegment(const std::string& segment_name) {
   if (segment_name == segment_name_) return kLocalSegmentHandle;
   {
@@ -535,7 +256,7 @@ absl::StatusOr<SegmentHandle> TransferEngineImpl::OpenSegment(const std::string&
   segment->name = segment_name;
   {
     yuebing::MutexLock lock(&segment->mu);
-    segment->tcp = MakeTcpPeer(descriptor);
+    segment->tcp = tcp_->MakePeer(descriptor);
     segment->descriptor = std::make_shared<SegmentDescriptor>(std::move(descriptor));
     segment->last_refresh = Clock::Real().Now();
   }
@@ -629,54 +350,6 @@ absl::Status TransferEngineImpl::FreeBatch(BatchId batch) {
   return absl::OkStatus();
 }
 
-void TransferEngineImpl::RunLocal(const TransferRequest& request, TransferTask& task) {
-  absl::StatusOr<MemoryRegistry::Pin> pin =
-      registry_.Acquire(request.target_offset, request.length);
-  if (pin.ok()) {
-    void* target = reinterpret_cast<void*>(request.target_offset);
-    if (request.opcode == OpCode::kWrite) {
-      std::memmove(target, request.source, request.length);
-    } else {
-      std::memmove(request.source, target, request.length);
-    }
-  }
-  if (pin.ok()) local_bytes_.fetch_add(request.length, std::memory_order_relaxed);
-  task.FinishSlice(request.length, pin.status());
-}
-
-bool TransferEngineImpl::TryShm(PeerSegment& segment, const TransferRequest& request,
-                                TransferTask& task) {
-  if (!options_.enable_shm) return false;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    std::shared_ptr<const SegmentDescriptor> descriptor;
-    {
-      yuebing::MutexLock lock(&segment.mu);
-      descriptor = segment.descriptor;
-    }
-    if (descriptor->host_id != LocalHostId()) return false;
-    // A mapping outlives its owner; a dead owner's memory must not look like a live target.
-    if (kill(descriptor->pid, 0) != 0 && errno == ESRCH) return false;
-    ShmTarget target = segment.shm.Translate(*descriptor, request.target_offset, request.length);
-    if (target.address != nullptr) {
-      if (request.opcode == OpCode::kWrite) {
-        std::memcpy(target.address, request.source, request.length);
-      } else {
-        std::memcpy(request.source, target.address, request.length);
-      }
-      shm_bytes_.fetch_add(request.length, std::memory_order_relaxed);
-      task.FinishSlice(request.length, absl::OkStatus());
-      return true;
-    }
-    // The range may be in a buffer registered after our copy of the descriptor was taken.
-    if (attempt == 0 && descriptor->FindBuffer(request.target_offset, request.length) == nullptr) {
-      if (!Refresh(segment).ok()) return false;
-      continue;
-    }
-    return false;
-  }
-  return false;
-}
-
 absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
                                                 absl::Span<const TransferRequest> requests) {
   std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
@@ -705,45 +378,43 @@ absl::Status TransferEngineImpl::SubmitTransfer(BatchId batch_id,
   }
   YB_ASSIGN_OR_RETURN(size_t first, batch->Reserve(requests.size()));
   const SteadyTime deadline = Clock::Real().Now() + options_.request_timeout;
-  // TCP first so that network transfers overlap the copies done inline below.
-  absl::flat_hash_map<PeerSegment*, std::vector<TcpSlice>> per_peer;
-  std::vector<size_t> inline_requests;
+  batch->NoteDeadline(deadline);
+  // Requests grouped by target. Remote ones go first so that network transfers overlap the
+  // copies that the local and shm paths do inline.
+  absl::flat_hash_map<PeerSegment*, std::vector<TransportWork>> remote, near;
+  std::vector<PeerSegment*> remote_order, near_order;
   for (size_t i = 0; i < requests.size(); ++i) {
-    const TransferRequest& r = requests[i];
     PeerSegment* target = targets[i].get();
-    bool same_host = false;
+    bool is_near = target == nullptr;
     if (target != nullptr && options_.enable_shm) {
-      yuebing::MutexLock lock(&target->mu);
-      same_host = target->descriptor->host_id == LocalHostId();
+      is_near = target->Descriptor()->host_id == LocalHostId();
     }
-    if (target == nullptr || same_host) {
-      inline_requests.push_back(i);
-      continue;
-    }
-    TransferTask& task = batch->task(first + i);
-    if (TryRdma(*target, r, batch.get(), task, deadline)) continue;
-    task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
-    tcp_bytes_.fetch_add(r.length, std::memory_order_relaxed);
-    AppendSlices(r, &task, options_.tcp_slice_bytes, deadline, per_peer[target]);
+    auto& groups = is_near ? near : remote;
+    auto [it, inserted] = groups.try_emplace(target);
+    if (inserted) (is_near ? near_order : remote_order).push_back(target);
+    it->second.push_back(TransportWork{&requests[i], &batch->task(first + i)});
   }
-  for (auto& [target, slices] : per_peer) SubmitSlices(*PeerOf(*target), std::move(slices));
-  for (size_t i : inline_requests) {
-    const TransferRequest& r = requests[i];
-    TransferTask& task = batch->task(first + i);
-    task.Start(batch.get(), 1);
-    if (targets[i] == nullptr) {
-      RunLocal(r, task);
-    } else if (!TryShm(*targets[i], r, task) &&
-               !TryRdma(*targets[i], r, batch.get(), task, deadline)) {
-      // Not shm- or RDMA-reachable: same-host TCP.
-      task.Start(batch.get(), SliceCount(r.length, options_.tcp_slice_bytes));
-      tcp_bytes_.fetch_add(r.length, std::memory_order_relaxed);
-      std::vector<TcpSlice> slices;
-      AppendSlices(r, &task, options_.tcp_slice_bytes, deadline, slices);
-      SubmitSlices(*PeerOf(*targets[i]), std::move(slices));
-    }
+  for (PeerSegment* target : remote_order) {
+    Route(target, remote_chain_, batch.get(), remote[target], deadline);
+  }
+  for (PeerSegment* target : near_order) {
+    Route(target, target == nullptr ? absl::MakeConstSpan(&local_route_, 1) : same_host_chain_,
+          batch.get(), near[target], deadline);
   }
   return absl::OkStatus();
+}
+
+void TransferEngineImpl::Route(PeerSegment* target, absl::Span<Transport* const> chain,
+                               TransferBatch* batch, std::vector<TransportWork>& work,
+                               SteadyTime deadline) {
+  for (Transport* transport : chain) {
+    std::erase_if(work, [](const TransportWork& item) { return item.accepted; });
+    if (work.empty()) return;
+    transport->Submit(target, batch, absl::MakeSpan(work), deadline);
+  }
+  YB_CHECK(std::all_of(work.begin(), work.end(),
+                       [](const TransportWork& item) { return item.accepted; }),
+           "the last transport of a chain accepts every request it is offered");
 }
 
 absl::StatusOr<TransferStatus> TransferEngineImpl::GetTransferStatus(BatchId batch_id,
@@ -762,9 +433,50 @@ absl::StatusOr<std::vector<TransferStatus>> TransferEngineImpl::WaitBatch(
   std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
   if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
   batch->WaitIdle(timeout);
-  std::vector<TransferStatus> out(batch->size());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = batch->task(i).Status();
-  return out;
+  return StatusesOf(*batch);
+}
+
+absl::StatusOr<std::vector<TransferStatus>> TransferEngineImpl::WaitAndFreeBatch(BatchId batch_id) {
+  std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
+  if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
+  // Every transport makes its requests final by their deadline; the margin covers the watchdog
+  // and pollers noticing it. A batch with nothing submitted is idle at once.
+  const SteadyTime ceiling = batch->latest_deadline() + kFinalWaitMargin;
+  const SteadyTime now = Clock::Real().Now();
+  if (now < ceiling) batch->WaitIdle(ceiling - now);
+  const bool idle = batch->Idle();  // read first: then every status read below is final
+  std::vector<TransferStatus> statuses = StatusesOf(*batch);
+  yuebing::MutexLock lock(&batches_mu_);
+  auto it = batches_.find(batch_id);
+  if (it == batches_.end() || it->second != batch) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", batch_id, " freed while waited on"));
+  }
+  if (!idle) {
+    // A transport broke its contract. The batch is not freed (tasks of a freed batch would be
+    // finished into freed memory): it is retired, and the watchdog frees it once idle.
+    size_t overdue = 0;
+    for (TransferStatus& status : statuses) {
+      if (status.state != TransferState::kWaiting && status.state != TransferState::kPending) {
+        continue;
+      }
+      ++overdue;
+      status.state = TransferState::kTimeout;
+      status.reason = absl::StrCat("request not final ", kFinalWaitMargin.count(),
+                                   " ms after its deadline (transport fault); abandoned");
+    }
+    YB_LOG_ERROR(
+        "batch {}: {} request(s) still in flight {} ms after their deadline; batch retired",
+        batch_id, overdue, kFinalWaitMargin.count());
+    overdue_requests_.fetch_add(overdue, std::memory_order_relaxed);
+    retired_.push_back(batch);
+  }
+  batches_.erase(it);
+  return statuses;
+}
+
+void TransferEngineImpl::ReapRetiredBatches() {
+  yuebing::MutexLock lock(&batches_mu_);
+  std::erase_if(retired_, [](const std::shared_ptr<TransferBatch>& b) { return b->Idle(); });
 }
 
 void TransferEngineImpl::WatchdogLoop() {
@@ -774,81 +486,18 @@ void TransferEngineImpl::WatchdogLoop() {
                                   absl::FromChrono(kWatchdogPeriod));
     if (stopping_) break;
     watchdog_mu_.Unlock();
-    std::vector<std::shared_ptr<TcpPeer>> peers;
-    {
-      yuebing::MutexLock segments_lock(&segments_mu_);
-      for (auto& [handle, segment] : segments_) {
-        yuebing::MutexLock segment_lock(&segment->mu);
-        peers.push_back(segment->tcp);
-      }
-    }
     SteadyTime now = Clock::Real().Now();
-    for (auto& peer : peers) peer->ExpireDeadlines(now);
+    for (Transport* transport : all_transports_) transport->ExpireDeadlines(now);
+    ReapRetiredBatches();
     watchdog_mu_.Lock();
   }
 }
 
-}  // namespace
-
-const char* TransferStateName(TransferState state) {
-  switch (state) {
-    case TransferState::kWaiting:
-      return "WAITING";
-    case TransferState::kPending:
-      return "PENDING";
-    case TransferState::kCompleted:
-      return "COMPLETED";
-    case TransferState::kFailed:
-      return "FAILED";
-    case TransferState::kTimeout:
-      return "TIMEOUT";
-  }
-  return "UNKNOWN";
-}
-
-absl::StatusOr<std::unique_ptr<TransferEngine>> TransferEngine::Create(
-    const TransferEngineOptions& options) {
-  auto engine = std::make_unique<TransferEngineImpl>(options);
+absl::StatusOr<std::unique_ptr<TransferEngine>> CreateTransferEngine(
+    const TransferEngineOptions& options, TransportOverrides overrides) {
+  auto engine = std::make_unique<TransferEngineImpl>(options, std::move(overrides));
   YB_RETURN_IF_ERROR(engine->Init());
   return std::unique_ptr<TransferEngine>(std::move(engine));
-}
-
-absl::StatusOr<std::vector<TransferStatus>> TransferEngine::TransferSyncStatuses(
-    absl::Span<const TransferRequest> requests) {
-  if (requests.empty()) return std::vector<TransferStatus>();
-  YB_ASSIGN_OR_RETURN(BatchId batch, AllocateBatch(requests.size()));
-  absl::Status status = SubmitTransfer(batch, requests);
-  if (!status.ok()) {
-    (void)FreeBatch(batch);
-    return status;
-  }
-  // The engine makes every request final by its deadline; wait for that, however long it takes,
-  // because the caller's buffers must not be released before.
-  auto is_final = [](const TransferStatus& s) {
-    return s.state != TransferState::kWaiting && s.state != TransferState::kPending;
-  };
-  while (true) {
-    YB_ASSIGN_OR_RETURN(std::vector<TransferStatus> statuses,
-                        WaitBatch(batch, std::chrono::milliseconds(1000)));
-    if (std::all_of(statuses.begin(), statuses.end(), is_final) && FreeBatch(batch).ok()) {
-      return statuses;
-    }
-  }
-}
-
-absl::Status TransferEngine::TransferSync(absl::Span<const TransferRequest> requests) {
-  YB_ASSIGN_OR_RETURN(std::vector<TransferStatus> statuses, TransferSyncStatuses(requests));
-  for (size_t i = 0; i < statuses.size(); ++i) {
-    if (statuses[i].state != TransferState::kCompleted) {
-      absl::StatusCode code = statuses[i].state == TransferState::kTimeout
-                                  ? absl::StatusCode::kDeadlineExceeded
-                                  : absl::StatusCode::kUnavailable;
-      return absl::Status(
-          code, absl::StrCat("request ", i, " ", TransferStateName(statuses[i].state), ": ",
-                             statuses[i].reason));
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace yuebing::transport

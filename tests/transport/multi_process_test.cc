@@ -136,6 +136,31 @@ TEST(MultiProcessTest, StoppedPeerGivesTimeoutByTheDeadline) {
   target.process->Signal(SIGCONT);
 }
 
+// A stopped target still has its kernel accept connections, so the first connection to it hangs
+// in its handshake: the transfer must still end by its deadline (plus the engine's margin), and
+// closing the segment must not wait on the stuck connection longer than the connect timeout.
+TEST(MultiProcessTest, TransferSyncToAStoppedPeerEndsAndTheSegmentCloses) {
+  Target target = StartTarget({"--size=16777216"});
+  ASSERT_FALSE(target.segment.empty());
+  auto initiator = MakeEngine("P2PHANDSHAKE", false, std::chrono::milliseconds(1000));
+  auto handle = initiator->OpenSegment(target.segment);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  target.process->Signal(SIGSTOP);
+  std::vector<char> local(1 << 20, 5);
+  auto started = std::chrono::steady_clock::now();
+  absl::Status status = initiator->TransferSync(
+      {Request(OpCode::kWrite, local.data(), *handle, target.addr, local.size())});
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_LT(waited, 1.0 + 2.0 + 1.0) << "past the deadline plus the engine's margin";
+  started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(initiator->CloseSegment(*handle).ok());
+  double closing =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(closing, 5.0) << "closing waited on a connection stuck in its handshake";
+  target.process->Signal(SIGCONT);
+}
+
 TEST(MultiProcessTest, SharedMemoryReachesAnotherProcess) {
   Target target = StartTarget({"--size=33554432", "--shm"});
   ASSERT_FALSE(target.segment.empty());

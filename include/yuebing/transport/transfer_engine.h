@@ -8,9 +8,9 @@
 //
 // Transports are chosen per request: local memcpy (target is this engine), shared memory (target
 // on this host and the target buffer is shm-backed), RDMA (protocol "rdma" with a device, both
-// sides registered the memory), otherwise TCP. A request whose shm path is
-// unusable falls back to TCP. The target checks every remote access against its registered
-// buffers and refuses anything outside them.
+// sides registered the memory), otherwise TCP. A request that a path cannot serve falls back to
+// the next one (shm, then RDMA, then TCP). The target checks every remote access against its
+// registered buffers and refuses anything outside them.
 //
 // Thread safety: every method may be called from any thread concurrently.
 // Buffer contract: memory named in a submitted request must stay valid until that request's status
@@ -62,7 +62,13 @@ struct TransferEngineStats {
   uint64_t shm_bytes = 0;
   uint64_t tcp_bytes = 0;   // bytes of requests routed to TCP (completed or not)
   uint64_t rdma_bytes = 0;  // bytes of requests routed to RDMA (completed or not)
+  // Requests that WaitAndFreeBatch reported TIMEOUT because they were still in flight
+  // kFinalWaitMargin after their deadline (a transport fault; each one is also logged).
+  uint64_t overdue_requests = 0;
 };
+
+// How long past a request's deadline the blocking waits below wait for it to become final.
+inline constexpr std::chrono::milliseconds kFinalWaitMargin{2000};
 
 struct TransferEngineOptions {
   // "P2PHANDSHAKE", "http://host:port/metadata" or "etcd://host:port[,host:port...]".
@@ -158,10 +164,22 @@ class TransferEngine {
   virtual absl::StatusOr<std::vector<TransferStatus>> WaitBatch(
       BatchId batch, std::chrono::milliseconds timeout) = 0;
 
+  // Blocks until every request of the batch is final, frees the batch and returns the statuses.
+  // Bounded: every request is final by its deadline (request_timeout after its submission), so
+  // this waits at most until the batch's latest deadline plus kFinalWaitMargin. Past that, a
+  // transport has broken its promise; the requests still in flight are then reported TIMEOUT
+  // with a reason saying so (and counted in Stats().overdue_requests, and logged), and the batch
+  // is retired instead of freed: the engine keeps it until its last request ends, so no transport
+  // ever finishes a request into a freed batch. Whether such an abandoned request still touches
+  // its memory is then unknown (that is the fault being reported); every request that is
+  // reported final by its transport no longer does. Either way the batch id is gone.
+  // Errors: kInvalidArgument (no such batch, or it was freed concurrently).
+  virtual absl::StatusOr<std::vector<TransferStatus>> WaitAndFreeBatch(BatchId batch) = 0;
+
   virtual TransferEngineStats Stats() const = 0;
 
-  // Convenience: allocate a batch, submit, wait until every request is final, free the batch;
-  // returns the final statuses. Errors: only those of AllocateBatch/SubmitTransfer.
+  // Convenience: allocate a batch, submit, WaitAndFreeBatch (so bounded as it is); returns the
+  // final statuses. Errors: only those of AllocateBatch/SubmitTransfer.
   absl::StatusOr<std::vector<TransferStatus>> TransferSyncStatuses(
       absl::Span<const TransferRequest> requests);
   // Like TransferSyncStatuses; OK only if every request COMPLETED, otherwise the first failure

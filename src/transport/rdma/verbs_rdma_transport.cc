@@ -24,6 +24,7 @@
 #include "transport/rdma/retry_policy.h"
 #include "transport/rdma/slice_planner.h"
 #include "transport/rdma/verbs.h"
+#include "yuebing/common/check.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
@@ -431,7 +432,9 @@ void VerbsRdmaTransport::Finish(Slice* slice, const absl::Status& status) {
 
 void VerbsRdmaTransport::Retry(Slice* slice, bool retryable, std::string error) {
   RequestState& request = *slice->request;
-  while (true) {
+  // NextPath gives up after config_.retry_count attempts, so this loop ends; the check proves it.
+  for (uint32_t round = 0;; ++round) {
+    YB_CHECK(round <= config_.retry_count + 1, "a slice is retried a bounded number of times");
     if (Clock::Real().Now() >= request.deadline) {
       Finish(slice, absl::DeadlineExceededError(
                         absl::StrCat("RDMA slice past its deadline (", error, ")")));
@@ -615,6 +618,9 @@ absl::Status VerbsRdmaTransport::Submit(const SegmentDescriptor& peer,
                                   config_.qps_per_endpoint, rotation_.fetch_add(1)}));
   task.Start(batch, static_cast<uint32_t>(plan.size()));
   for (const PlannedSlice& planned : plan) {
+    YB_CHECK(planned.length > 0 && planned.offset < request.length &&
+                 planned.length <= request.length - planned.offset,
+             "an RDMA slice lies inside its request");
     auto* slice = new Slice;
     slice->request = state;
     slice->offset = planned.offset;
