@@ -12,6 +12,7 @@
 
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -66,10 +67,6 @@ int RegistrationCode(const absl::Status& status) {
     default:
       return kErrInvalidArgument;
   }
-}
-
-bool IsFinal(const TransferStatus& s) {
-  return s.state != TransferState::kWaiting && s.state != TransferState::kPending;
 }
 
 // Mooncake's connection-string rule: P2PHANDSHAKE and URLs as given, otherwise
@@ -341,22 +338,15 @@ class PyTransferEngine {
     return batch;
   }
 
-  // Blocks until every request of the batch is final (the engine bounds each by its deadline),
-  // frees the batch and tells whether all completed. False for an unknown batch.
+  // Waits until every request of the batch is final, bounded by the batch's deadlines plus
+  // kFinalWaitMargin (TransferEngine::WaitAndFreeBatch), frees the batch and tells whether all
+  // completed. False for an unknown batch or any request not completed in time.
   static bool WaitAndFree(TransferEngine& engine, BatchId batch) {
-    while (true) {
-      absl::StatusOr<std::vector<TransferStatus>> statuses =
-          engine.WaitBatch(batch, std::chrono::milliseconds(1000));
-      if (!statuses.ok()) return false;
-      bool final = true, completed = true;
-      for (const TransferStatus& s : *statuses) {
-        final = final && IsFinal(s);
-        completed = completed && s.state == TransferState::kCompleted;
-      }
-      if (!final) continue;
-      (void)engine.FreeBatch(batch);
-      return completed;
-    }
+    absl::StatusOr<std::vector<TransferStatus>> statuses = engine.WaitAndFreeBatch(batch);
+    if (!statuses.ok()) return false;
+    return std::all_of(statuses->begin(), statuses->end(), [](const TransferStatus& s) {
+      return s.state == TransferState::kCompleted;
+    });
   }
 
   yuebing::Mutex lifecycle_mu_;  // serializes initialize(); never taken with the GIL held
