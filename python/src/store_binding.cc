@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "binding_util.h"
 #include "yuebing/common/config.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
@@ -137,14 +138,11 @@ std::string NormalizeMetadata(const std::string& metadata) {
   return "etcd://" + metadata;
 }
 
+// The host part of "host[:port]" ("[v6]" keeps its brackets); text that does not parse is kept
+// whole, for the engine to refuse with its own message.
 std::string HostOnly(const std::string& hostname) {
-  if (!hostname.empty() && hostname.front() == '[') {
-    size_t close = hostname.find(']');
-    return close == std::string::npos ? hostname : hostname.substr(0, close + 1);
-  }
-  size_t colon = hostname.rfind(':');
-  if (colon != std::string::npos && hostname.find(':') == colon) return hostname.substr(0, colon);
-  return hostname;
+  absl::StatusOr<HostPort> parsed = ParseHostPort(hostname, 0);
+  return parsed.ok() ? parsed->HostToString() : hostname;
 }
 
 absl::StatusOr<store::ClientConfig> ToClientConfig(const SetupOptions& o) {
