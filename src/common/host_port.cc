@@ -35,6 +35,12 @@ bool IsIpv6(absl::string_view text) {
   }
   char address[INET6_ADDRSTRLEN];
   if (text.empty() || text.size() >= sizeof(address)) return false;
+  // inet_pton stops at a NUL; only the address's own characters may reach it.
+  if (!std::all_of(text.begin(), text.end(), [](char c) {
+        return absl::ascii_isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
+      })) {
+    return false;
+  }
   std::memcpy(address, text.data(), text.size());
   address[text.size()] = '\0';
   in6_addr parsed;

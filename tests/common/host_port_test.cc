@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "absl/strings/escaping.h"
+
 namespace yuebing {
 namespace {
 
@@ -77,6 +79,15 @@ TEST(HostPortTest, RefusesMalformedText) {
       EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument)
           << "'" << bad << "' default=" << with_default << ": " << parsed.status();
     }
+  }
+}
+
+TEST(HostPortTest, RefusesEmbeddedNul) {
+  // Found by fuzz_host_port: inet_pton stops at a NUL, which must not hide the rest.
+  for (absl::string_view bad : {absl::string_view("0::\0\0001]", 7), absl::string_view("h\0:1", 4),
+                                absl::string_view("[::1\0x]:1", 9)}) {
+    EXPECT_FALSE(ParseHostPort(bad, 1).ok()) << absl::CEscape(bad);
+    EXPECT_FALSE(ParseHostPort(bad).ok()) << absl::CEscape(bad);
   }
 }
 
