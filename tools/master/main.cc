@@ -197,8 +197,8 @@ absl::Status ReadEviction(MasterOptions* options) {
   return absl::OkStatus();
 }
 
-// Checks --etcd_endpoints ("host:port" or "http(s)://host:port", separated by ';') and
-// --cluster_id.
+// Checks --etcd_endpoints ("host:port" or "http(s)://host:port", separated by ';' or ',';
+// hosts and ports as ParseHostPort reads them) and --cluster_id.
 absl::Status CheckHaFlags() {
   const std::string cluster_id = absl::GetFlag(FLAGS_cluster_id);
   if (cluster_id.empty()) return FlagError("cluster_id", "must not be empty");
