@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "binding_util.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
@@ -115,14 +116,11 @@ auto Released(std::shared_ptr<Client> client, Fn&& fn) {
   return result;
 }
 
+// The host part of "host[:port]" ("[v6]" keeps its brackets); text that does not parse is kept
+// whole, for the engine to refuse with its own message.
 std::string HostOnly(const std::string& hostname) {
-  if (!hostname.empty() && hostname.front() == '[') {
-    size_t close = hostname.find(']');
-    return close == std::string::npos ? hostname : hostname.substr(0, close + 1);
-  }
-  size_t colon = hostname.rfind(':');
-  if (colon != std::string::npos && hostname.find(':') == colon) return hostname.substr(0, colon);
-  return hostname;
+  absl::StatusOr<HostPort> parsed = ParseHostPort(hostname, 0);
+  return parsed.ok() ? parsed->HostToString() : hostname;
 }
 
 // setup()'s configuration. A store given a Mooncake TransferEngine still runs its own engine;

@@ -24,61 +24,6 @@ using Json = nlohmann::json;
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr uint16_t kDefaultPort = 2379;
-constexpr size_t kMaxEndpoints = 64;
-// Replies to the calls made here are small; a larger one is not from a sane etcd.
-constexpr size_t kMaxReplyBytes = 4u << 20;
-
-std::string HostPortString(const EtcdClient::Endpoint& e) {
-  if (e.host.find(':') != std::string::npos) return absl::StrCat("[", e.host, "]:", e.port);
-  return absl::StrCat(e.host, ":", e.port);
-}
-
-// Parses one endpoint "host[:port]" / "[v6][:port]".
-absl::StatusOr<EtcdClient::Endpoint> ParseOne(absl::string_view text) {
-  EtcdClient::Endpoint out;
-  absl::string_view host = text;
-  absl::string_view port;
-  if (absl::ConsumePrefix(&host, "[")) {
-    const size_t close = host.find(']');
-    if (close == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("unclosed '[' in etcd endpoint '", text, "'"));
-    }
-    absl::string_view rest = host.substr(close + 1);
-    host = host.substr(0, close);
-    if (!rest.empty() && !absl::ConsumePrefix(&rest, ":")) {
-      return absl::InvalidArgumentError(absl::StrCat("bad etcd endpoint '", text, "'"));
-    }
-    port = rest;
-  } else if (const size_t colon = host.rfind(':'); colon != absl::string_view::npos) {
-    port = host.substr(colon + 1);
-    host = host.substr(0, colon);
-    if (port.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("empty port in etcd endpoint '", text, "'"));
-    }
-  }
-  if (host.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("empty host in etcd endpoint '", text, "'"));
-  }
-  for (char c : host) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' &&
-        c != ':' && c != '%') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad character in etcd endpoint '", absl::CEscape(text), "'"));
-    }
-  }
-  out.host = std::string(host);
-  out.port = kDefaultPort;
-  if (!port.empty()) {
-    uint32_t value = 0;
-    if (!absl::SimpleAtoi(port, &value) || value == 0 || value > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat("bad port in etcd endpoint '", text, "'"));
-    }
-    out.port = static_cast<uint16_t>(value);
-  }
-  return out;
-}
-
 // An int64 field of a gateway reply (proto3 JSON writes int64 as a string and omits zeros).
 int64_t IntField(const Json& object, const char* field) {
   auto it = object.find(field);
@@ -117,7 +62,7 @@ absl::StatusOr<std::optional<EtcdClient::KeyValue>> FirstKeyValue(const Json& ra
   return std::optional<EtcdClient::KeyValue>(std::move(kv));
 }
 
-// The message of a gateway error reply ({"error": ..., "message": ...}), or the body.
+// The message of a gateway error reply ({"error": ..., "message": ...}), or the body's start.
 std::string GatewayMessage(const std::string& body) {
   Json reply = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (reply.is_object()) {
@@ -126,19 +71,32 @@ std::string GatewayMessage(const std::string& body) {
       if (it != reply.end() && it->is_string()) return it->get<std::string>();
     }
   }
-  return body.substr(0, 200);
+  return absl::CEscape(body.substr(0, 200));
+}
+
+// The Status for a gateway reply with HTTP status `status` (not 200); sets `*try_next` when
+// another endpoint may do better (404: not an etcd v3 gateway; 5xx: cannot serve now).
+absl::Status GatewayError(int status, const std::string& body, absl::string_view what,
+                          bool* try_next) {
+  const std::string message = absl::StrCat(what, ": HTTP ", status, ": ", GatewayMessage(body));
+  *try_next = status == 404 || status >= 500;
+  if (*try_next) return absl::UnavailableError(message);
+  if (status == 429) return absl::ResourceExhaustedError(message);
+  if (status == 401 || status == 403) return absl::PermissionDeniedError(message);
+  if (status >= 400 && status < 500) return absl::InvalidArgumentError(message);
+  return absl::InternalError(message);
 }
 
 }  // namespace
 
 class EtcdClient::Impl {
  public:
-  explicit Impl(std::vector<Endpoint> endpoints) : endpoints_(std::move(endpoints)) {}
+  explicit Impl(std::vector<HostPort> endpoints) : endpoints_(std::move(endpoints)) {}
 
   std::string Describe() const {
     return absl::StrCat("etcd://",
-                        absl::StrJoin(endpoints_, ";", [](std::string* out, const Endpoint& e) {
-                          out->append(HostPortString(e));
+                        absl::StrJoin(endpoints_, ",", [](std::string* out, const HostPort& e) {
+                          out->append(e.ToString());
                         }));
   }
 
@@ -170,9 +128,9 @@ class EtcdClient::Impl {
   }
 
  private:
-  absl::StatusOr<Json> CallOne(const Endpoint& endpoint, const char* path, const std::string& body,
+  absl::StatusOr<Json> CallOne(const HostPort& endpoint, const char* path, const std::string& body,
                                milliseconds budget, bool* try_next) {
-    const std::string what = absl::StrCat("etcd POST http://", HostPortString(endpoint), path);
+    const std::string what = absl::StrCat("etcd POST http://", endpoint.ToString(), path);
     const SteadyClock::time_point started = SteadyClock::now();
     httplib::Client client(endpoint.host, endpoint.port);
     budget = std::max(milliseconds(1), budget);
@@ -194,13 +152,16 @@ class EtcdClient::Impl {
       return true;
     };
     request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
-      too_large = reply_body.size() + size > kMaxReplyBytes;
+      too_large = reply_body.size() + size > EtcdClient::kMaxReplyBytes;
       if (!too_large) reply_body.append(data, size);
       return !too_large;
     };
     auto result = client.send(request);
     *try_next = true;
-    if (too_large) return absl::UnavailableError(absl::StrCat(what, ": reply too large"));
+    if (too_large) {
+      return absl::UnavailableError(
+          absl::StrCat(what, ": reply larger than ", EtcdClient::kMaxReplyBytes, " bytes"));
+    }
     // The gateway ends error replies with an HTTP trailer the library reports as a read error
     // after the status line and body have arrived.
     const bool trailer_only =
@@ -214,43 +175,43 @@ class EtcdClient::Impl {
       }
       return absl::UnavailableError(message);
     }
-    if (status != 200) {
-      const std::string message =
-          absl::StrCat(what, ": HTTP ", status, ": ", GatewayMessage(reply_body));
-      if (status == 404 || status >= 500) return absl::UnavailableError(message);
-      *try_next = false;
-      return absl::InvalidArgumentError(message);
-    }
+    if (status != 200) return GatewayError(status, reply_body, what, try_next);
     Json reply = Json::parse(reply_body, nullptr, /*allow_exceptions=*/false);
     if (!reply.is_object()) return absl::UnavailableError(absl::StrCat(what, ": reply not JSON"));
     *try_next = false;
     return reply;
   }
 
-  const std::vector<Endpoint> endpoints_;
+  const std::vector<HostPort> endpoints_;
   std::atomic<size_t> preferred_{0};
 };
 
-absl::StatusOr<std::vector<EtcdClient::Endpoint>> EtcdClient::ParseEndpoints(
-    absl::string_view endpoints) {
-  std::vector<Endpoint> parsed;
+absl::StatusOr<std::vector<HostPort>> EtcdClient::ParseEndpoints(absl::string_view endpoints) {
+  if (absl::StripAsciiWhitespace(endpoints).empty()) {
+    return absl::InvalidArgumentError("no etcd endpoint given");
+  }
+  std::vector<HostPort> parsed;
   for (absl::string_view part : absl::StrSplit(endpoints, absl::ByAnyChar(";,"))) {
     part = absl::StripAsciiWhitespace(part);
-    if (part.empty()) continue;
     if (absl::StartsWith(part, "https://")) {
       return absl::InvalidArgumentError(
           absl::StrCat("etcd endpoint '", part, "': https is not supported"));
     }
     absl::ConsumePrefix(&part, "http://");
     absl::ConsumeSuffix(&part, "/");
-    YB_ASSIGN_OR_RETURN(Endpoint endpoint, ParseOne(part));
+    if (part.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty etcd endpoint in '", absl::CEscape(endpoints), "'"));
+    }
+    YB_ASSIGN_OR_RETURN(HostPort endpoint, ParseHostPort(part, kDefaultPort));
+    if (endpoint.port == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("etcd endpoint '", part, "': port 0"));
+    }
+    if (parsed.size() == kMaxEndpoints) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("more than ", kMaxEndpoints, " etcd endpoints"));
+    }
     parsed.push_back(std::move(endpoint));
-  }
-  if (parsed.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("no etcd endpoint in '", endpoints, "'"));
-  }
-  if (parsed.size() > kMaxEndpoints) {
-    return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxEndpoints, " etcd endpoints"));
   }
   return parsed;
 }
@@ -258,7 +219,7 @@ absl::StatusOr<std::vector<EtcdClient::Endpoint>> EtcdClient::ParseEndpoints(
 absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(absl::string_view endpoints,
                                                                milliseconds timeout) {
   if (timeout.count() <= 0) return absl::InvalidArgumentError("etcd timeout must be positive");
-  YB_ASSIGN_OR_RETURN(std::vector<Endpoint> parsed, ParseEndpoints(endpoints));
+  YB_ASSIGN_OR_RETURN(std::vector<HostPort> parsed, ParseEndpoints(endpoints));
   return std::unique_ptr<EtcdClient>(
       new EtcdClient(std::make_unique<Impl>(std::move(parsed)), timeout));
 }
@@ -276,6 +237,12 @@ absl::StatusOr<std::optional<EtcdClient::KeyValue>> EtcdClient::Get(const std::s
   YB_ASSIGN_OR_RETURN(Json reply,
                       impl_->Call("/v3/kv/range", {{"key", absl::Base64Escape(key)}}, timeout));
   return FirstKeyValue(reply);
+}
+
+absl::Status EtcdClient::Put(const std::string& key, const std::string& value) {
+  if (key.empty()) return absl::InvalidArgumentError("empty etcd key");
+  Json request = {{"key", absl::Base64Escape(key)}, {"value", absl::Base64Escape(value)}};
+  return impl_->Call("/v3/kv/put", request, timeout_).status();
 }
 
 absl::StatusOr<int64_t> EtcdClient::GrantLease(int64_t ttl_seconds) {

@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "master.grpc.pb.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 
@@ -87,18 +87,8 @@ Outcome StatusesReply(const std::vector<absl::Status>& statuses, rpc::BatchStatu
   return Outcome{absl::OkStatus(), statuses.size(), CountErrors(statuses)};
 }
 
-// Splits "host:port" (host may be "[v6]"); the port must be 0..65535.
-absl::Status CheckAddress(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("address '", address, "' is not host:port"));
-  }
-  uint32_t port = 0;
-  if (!absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("bad port in address '", address, "'"));
-  }
-  return absl::OkStatus();
-}
+// Checks a listen address "host:port" or "[v6]:port" (port 0: any port).
+absl::Status CheckAddress(const std::string& address) { return ParseHostPort(address).status(); }
 
 }  // namespace
 

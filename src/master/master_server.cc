@@ -5,11 +5,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "master/admin_http_server.h"
 #include "master/grpc_master_server.h"
 #include "master/leader_election.h"
 #include "master/master_metrics.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/logging.h"
 
 namespace yuebing::master {
@@ -17,12 +19,10 @@ namespace {
 
 constexpr auto kTickPeriod = absl::Milliseconds(100);
 
-// "host:port" for gRPC; IPv6 literals get brackets.
-std::string GrpcAddress(const std::string& host, uint16_t port) {
-  if (host.find(':') != std::string::npos && host.front() != '[') {
-    return absl::StrCat("[", host, "]:", port);
-  }
-  return absl::StrCat(host, ":", port);
+// "host:port" for gRPC; IPv6 literals get brackets (`host` may come with them or without).
+std::string GrpcAddress(absl::string_view host, uint16_t port) {
+  if (absl::ConsumePrefix(&host, "[")) absl::ConsumeSuffix(&host, "]");
+  return HostPort{std::string(host), port}.ToString();
 }
 
 // The host published in etcd: the option, else rpc_host unless it is a wildcard, else this

@@ -17,9 +17,9 @@
 #include "store/disk_tier.h"
 #include "store/fault_point.h"
 #include "store/master_client.h"
-#include "transport/socket_util.h"
 #include "yuebing/common/checksum.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
@@ -43,7 +43,7 @@ std::string RandomClientId() {
 }
 
 std::string HostOf(const std::string& segment_name) {
-  absl::StatusOr<transport::HostPort> parsed = transport::ParseHostPort(segment_name);
+  absl::StatusOr<HostPort> parsed = ParseHostPort(segment_name, 0);
   return parsed.ok() ? parsed->host : segment_name;
 }
 
@@ -654,12 +654,12 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
 absl::Status ClientImpl::ReadFromDisk(const std::string& key, const Replica& replica,
                                       const ObjectLocation& location,
                                       const std::vector<Buffer>& buffers) {
-  absl::StatusOr<transport::HostPort> where = transport::ParseHostPort(replica.disk_endpoint);
-  if (!where.ok() || !where->port.has_value()) {
+  absl::StatusOr<HostPort> where = ParseHostPort(replica.disk_endpoint);
+  if (!where.ok()) {
     return MakeError(ErrorCode::kTransferFail,
                      absl::StrCat("bad disk endpoint '", replica.disk_endpoint, "'"));
   }
-  httplib::Client http(where->host, *where->port);
+  httplib::Client http(where->host, where->port);
   const auto timeout = config_.transfer_timeout;
   http.set_connection_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
                               static_cast<time_t>(timeout.count() % 1000 * 1000));

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "transport/etcd_metadata_store.h"
 #include "transport/http_metadata_store.h"
+#include "yuebing/common/http_metadata_server.h"
 
 namespace yuebing::transport {
 
@@ -12,6 +13,16 @@ namespace {
 constexpr absl::string_view kP2pHandshake = "P2PHANDSHAKE";
 constexpr absl::string_view kSchemeSeparator = "://";
 }  // namespace
+
+absl::Status ValidateMetadataKey(absl::string_view key) {
+  if (key.empty()) return absl::InvalidArgumentError("empty metadata key");
+  if (key.size() > HttpMetadataServer::kMaxKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("metadata key of ", key.size(),
+                                                   " bytes exceeds the limit of ",
+                                                   HttpMetadataServer::kMaxKeyBytes));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<MetadataStore>> CreateMetadataStore(
     absl::string_view conn, std::chrono::milliseconds timeout) {

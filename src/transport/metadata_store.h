@@ -1,6 +1,6 @@
 // Client side of the transfer engine's metadata backends: a small key-value interface over the
 // HTTP metadata server ("http://host:port/metadata") or a real etcd cluster
-// ("etcd://host:port[,host:port...]", through etcd's v3 JSON gateway).
+// ("etcd://host:port[,host:port...]", through yuebing's one etcd client, src/common/etcd_client.h).
 // P2PHANDSHAKE has no store: CreateMetadataStore returns nullptr for it.
 //
 // Thread safety: implementations are thread-safe. Every call ends within the timeout given at
@@ -28,6 +28,10 @@ class MetadataStore {
   // A short description for logs, e.g. "http://127.0.0.1:8080/metadata".
   virtual std::string Describe() const = 0;
 };
+
+// Checks a metadata key as every backend does: non-empty and at most
+// HttpMetadataServer::kMaxKeyBytes bytes. Errors: kInvalidArgument.
+absl::Status ValidateMetadataKey(absl::string_view key);
 
 // Parses `conn` and returns the matching store; nullptr (and OK) for "P2PHANDSHAKE".
 // Errors: kInvalidArgument for an unknown scheme or malformed address.

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -19,15 +18,6 @@ namespace yuebing::transport {
 namespace {
 
 constexpr int kSocketBufferBytes = 8 << 20;
-
-absl::StatusOr<uint16_t> ParsePort(absl::string_view text) {
-  unsigned value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || value > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("bad port '", text, "'"));
-  }
-  return static_cast<uint16_t>(value);
-}
 
 absl::StatusOr<addrinfo*> Resolve(const std::string& host, uint16_t port, bool passive) {
   addrinfo hints{};
@@ -60,36 +50,6 @@ absl::Status WaitConnected(int fd, std::chrono::milliseconds timeout) {
 }
 
 }  // namespace
-
-absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
-  HostPort out;
-  if (!text.empty() && text.front() == '[') {
-    size_t close = text.find(']');
-    if (close == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("bad address '", text, "'"));
-    }
-    out.host = std::string(text.substr(1, close - 1));
-    absl::string_view rest = text.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest.front() != ':') {
-        return absl::InvalidArgumentError(absl::StrCat("bad address '", text, "'"));
-      }
-      YB_ASSIGN_OR_RETURN(out.port, ParsePort(rest.substr(1)));
-    }
-  } else {
-    size_t colon = text.rfind(':');
-    if (colon != absl::string_view::npos && text.find(':') == colon) {
-      out.host = std::string(text.substr(0, colon));
-      YB_ASSIGN_OR_RETURN(out.port, ParsePort(text.substr(colon + 1)));
-    } else {
-      out.host = std::string(text);
-    }
-  }
-  if (out.host.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("empty host in '", text, "'"));
-  }
-  return out;
-}
 
 void TuneDataSocket(int fd) {
   int one = 1;

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,15 +15,6 @@
 #include "absl/strings/string_view.h"
 
 namespace yuebing::transport {
-
-struct HostPort {
-  std::string host;
-  std::optional<uint16_t> port;
-};
-
-// Splits "host", "host:port" or "[v6]:port". Errors: kInvalidArgument for an empty host or a bad
-// port.
-absl::StatusOr<HostPort> ParseHostPort(absl::string_view text);
 
 // Connects to host:port within `timeout` and returns a blocking socket with TCP_NODELAY and
 // keepalive set. The caller owns the descriptor.

@@ -15,6 +15,7 @@
 #include "transport/tcp_auth.h"
 #include "transport/wire_format.h"
 #include "yuebing/common/check.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
@@ -36,12 +37,13 @@ uint64_t RandomEpoch() {
 absl::StatusOr<std::string> DescribeOverTcp(const std::string& name,
                                             std::chrono::milliseconds timeout,
                                             const std::string& secret) {
-  YB_ASSIGN_OR_RETURN(HostPort address, ParseHostPort(name));
-  if (!address.port) {
+  absl::StatusOr<HostPort> address = ParseHostPort(name);
+  if (!address.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("P2PHANDSHAKE needs segment names of the form host:port, got '", name, "'"));
+        absl::StrCat("P2PHANDSHAKE needs segment names of the form host:port, got '", name,
+                     "': ", address.status().message()));
   }
-  YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(address.host, *address.port, timeout));
+  YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(address->host, address->port, timeout));
   timeval tv{static_cast<time_t>(timeout.count() / 1000),
              static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -101,19 +103,17 @@ absl::Status TransferEngineImpl::Init() {
   }
   YB_ASSIGN_OR_RETURN(metadata_,
                       CreateMetadataStore(options_.metadata_conn, options_.connect_timeout));
-  YB_ASSIGN_OR_RETURN(HostPort local, ParseHostPort(options_.local_server_name));
+  YB_ASSIGN_OR_RETURN(HostPort local, ParseHostPort(options_.local_server_name, 0));
   TcpServerOptions server_options;
   server_options.bind_host = options_.bind_address.empty() ? local.host : options_.bind_address;
-  server_options.port = local.port.value_or(0);
+  server_options.port = local.port;
   server_options.max_connections = options_.tcp_max_server_connections;
   server_options.frame_timeout = options_.request_timeout;
   server_options.cluster_secret = options_.cluster_secret;
   server_options.handshake_timeout = options_.auth_handshake_timeout;
   YB_ASSIGN_OR_RETURN(server_, TcpServer::Bind(server_options, &registry_));
   tcp_host_ = local.host;
-  segment_name_ = local.host.find(':') != std::string::npos
-                      ? absl::StrCat("[", local.host, "]:", server_->port())
-                      : absl::StrCat(local.host, ":", server_->port());
+  segment_name_ = HostPort{local.host, server_->port()}.ToString();
   epoch_ = RandomEpoch();
   YB_RETURN_IF_ERROR(InitTransports());
   server_->Serve(segment_name_, epoch_, [this] {

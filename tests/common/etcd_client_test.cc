@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
+#include <vector>
 
 #include "support/child_process.h"
 #include "support/etcd_process.h"
@@ -38,6 +39,19 @@ TEST(EtcdClientParseTest, AcceptsMooncakeStyleListsAndRejectsJunk) {
     auto result = EtcdClient::ParseEndpoints(bad);
     EXPECT_FALSE(result.ok()) << bad;
     EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(EtcdClientParseTest, OneSeparatorRuleAndTheSharedHostPortGrammar) {
+  auto parsed = EtcdClient::ParseEndpoints("a:1,b;[::1] ; ::2");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, (std::vector<HostPort>{{"a", 1}, {"b", 2379}, {"::1", 2379}, {"::2", 2379}}));
+  auto client = EtcdClient::Create("a:1;[::1]:7", milliseconds(100));
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_EQ((*client)->Describe(), "etcd://a:1,[::1]:7");
+  for (const char* bad : {"a:1,,b:2", "a:1;", " , ", "[::1]:", "fe80::1:2379:", "[localhost]"}) {
+    EXPECT_EQ(EtcdClient::ParseEndpoints(bad).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
   }
 }
 
@@ -94,6 +108,26 @@ TEST_F(EtcdClientTest, CreateIfAbsentWinsOnceAndLeasesOwnTheKey) {
   EXPECT_GT(third->current.create_revision, first->current.create_revision);
   ASSERT_TRUE(client_->Delete(key).ok());
   EXPECT_FALSE(client_->GrantLease(0).ok());
+}
+
+TEST_F(EtcdClientTest, PutGetDeleteRoundTripBinaryValues) {
+  const std::string key = "yuebing/test/plain";
+  const std::string value("bin\0\xff value", 11);
+  ASSERT_TRUE(client_->Put(key, value).ok());
+  auto got = client_->Get(key);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->value, value);
+  EXPECT_EQ((*got)->lease, 0);
+  ASSERT_TRUE(client_->Put(key, "").ok());
+  got = client_->Get(key);
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->value, "");
+  ASSERT_TRUE(client_->Delete(key).ok());
+  got = client_->Get(key);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  EXPECT_EQ(client_->Put("", "v").code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(EtcdClientTest, AnExpiredLeaseTakesItsKeyAway) {

@@ -36,6 +36,7 @@
 #include "master/master_server.h"
 #include "security_flags.h"
 #include "yuebing/common/config.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/stop_signals.h"
 #include "yuebing/master/master_service.h"
@@ -196,8 +197,8 @@ absl::Status ReadEviction(MasterOptions* options) {
   return absl::OkStatus();
 }
 
-// Checks --etcd_endpoints ("host:port" or "http(s)://host:port", separated by ';') and
-// --cluster_id.
+// Checks --etcd_endpoints ("host:port" or "http(s)://host:port", separated by ';' or ',';
+// hosts and ports as ParseHostPort reads them) and --cluster_id.
 absl::Status CheckHaFlags() {
   const std::string cluster_id = absl::GetFlag(FLAGS_cluster_id);
   if (cluster_id.empty()) return FlagError("cluster_id", "must not be empty");
@@ -211,14 +212,12 @@ absl::Status CheckHaFlags() {
     return FlagError("etcd_endpoints", "must be set when --enable_ha is true");
   }
   if (endpoints.empty()) return absl::OkStatus();
-  for (absl::string_view endpoint : absl::StrSplit(endpoints, ';')) {
+  for (absl::string_view endpoint : absl::StrSplit(endpoints, absl::ByAnyChar(";,"))) {
     endpoint = absl::StripAsciiWhitespace(endpoint);
     absl::string_view hostport = endpoint;
     if (!absl::ConsumePrefix(&hostport, "http://")) absl::ConsumePrefix(&hostport, "https://");
-    const size_t colon = hostport.rfind(':');
-    uint32_t port = 0;
-    if (colon == absl::string_view::npos || colon == 0 ||
-        !absl::SimpleAtoi(hostport.substr(colon + 1), &port) || port == 0 || port > 65535) {
+    const absl::StatusOr<yuebing::HostPort> parsed = yuebing::ParseHostPort(hostport);
+    if (!parsed.ok() || parsed->port == 0) {
       return FlagError("etcd_endpoints",
                        absl::StrCat("'", endpoint, "' is not host:port or http://host:port"));
     }
