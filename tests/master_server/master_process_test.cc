@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -270,6 +271,47 @@ TEST_F(MasterProcessTest, SecondMasterOnTakenPortsExitsOne) {
   EXPECT_EQ(HttpGet(metrics_port_, "/health"), "OK");
   ASSERT_NO_FATAL_FAILURE(MountAndPut("node-2:7000", "still-serving", 64));
   StopWith(SIGTERM);
+}
+
+// A command line written for upstream's mooncake_master: --port is the RPC port, flags without
+// meaning here are logged and ignored, and the master serves.
+TEST(MasterFlagsTest, MooncakeMasterCommandLineServes) {
+  const uint16_t port = FreePort();
+  std::vector<std::string> argv = {"/bin/sh",
+                                   "-c",
+                                   "exec \"$0\" \"$@\" 2>&1",
+                                   MasterPath(),
+                                   absl::StrCat("--port=", port),
+                                   absl::StrCat("--rpc_address=", kHost),
+                                   absl::StrCat("--metrics_port=", FreePort()),
+                                   "--max_threads=4",
+                                   "-v=1",
+                                   "--logtostderr",
+                                   "--noenable_metric_reporting",
+                                   "--enable_gc=false"};
+  auto child = ChildProcess::Start(argv);
+  ASSERT_TRUE(child.ok()) << child.status();
+  std::string text;
+  bool listening = false;
+  while (!listening) {
+    auto line = (*child)->ReadLine(std::chrono::seconds(10));
+    ASSERT_TRUE(line.ok()) << "no listening line; output:\n" << text;
+    absl::StrAppend(&text, *line, "\n");
+    listening = absl::StrContains(*line, "yuebing-master listening");
+  }
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("on rpc ", kHost, ":", port, " ")));
+  EXPECT_THAT(text, HasSubstr("--max_threads=4 (mooncake_master flag) is accepted and ignored"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("--port=", port, " (mooncake_master flag) read as")));
+  ASSERT_EQ(::kill((*child)->pid(), SIGTERM), 0);
+  EXPECT_EQ(ExitCode(**child, std::chrono::seconds(10)), 0);
+}
+
+TEST(MasterFlagsTest, MooncakeMasterFlagsThatCannotBeHonouredExitTwo) {
+  std::string output;
+  EXPECT_EQ(RunToExit({"--config_path=/etc/mooncake/master.yaml"}, &output), 2);
+  EXPECT_THAT(output, HasSubstr("--config_path"));
+  EXPECT_EQ(RunToExit({"--ha_backend_type=redis"}, &output), 2);
+  EXPECT_THAT(output, HasSubstr("etcd"));
 }
 
 TEST(MasterFlagsTest, BadFlagsExitTwo) {

@@ -12,7 +12,11 @@ import pytest
 
 from conftest import Process, free_port, new_store
 
-SCRIPTS = ("yuebing-master", "yuebing-store", "yuebing-metadata-server")
+# console script -> the binary it runs
+SCRIPTS = {"yuebing-master": "yuebing-master", "yuebing-store": "yuebing-store",
+           "yuebing-metadata-server": "yuebing-metadata-server",
+           "mooncake_master": "yuebing-master",
+           "mooncake_http_metadata_server": "yuebing-metadata-server"}
 
 
 def installed_script(name: str) -> Path:
@@ -40,17 +44,24 @@ def test_console_script_runs_its_binary(scripts, name):
                             timeout=30)
     out = result.stdout + result.stderr
     # The binary's own flag list, not a Python wrapper's.
-    assert "--" in out and name in out, out[-2000:]
+    assert "--" in out and SCRIPTS[name] in out, out[-2000:]
     bogus = subprocess.run([str(scripts[name]), "--no_such_flag_xyz"], capture_output=True,
                            text=True, timeout=30)
     assert bogus.returncode != 0, "an unknown flag must fail the binary"
 
 
-def test_quick_start_master_store_put_get(scripts):
+@pytest.mark.parametrize("master_argv", [
+    lambda rpc, metrics: ["yuebing-master", f"--rpc_port={rpc}", "--rpc_address=127.0.0.1",
+                          f"--metrics_port={metrics}"],
+    # A command line written for upstream's mooncake_master.
+    lambda rpc, metrics: ["mooncake_master", f"--port={rpc}", "--rpc_address=127.0.0.1",
+                          f"--metrics_port={metrics}", "--max_threads=8", "-v=1",
+                          "--enable_gc=false"],
+], ids=["yuebing-master", "mooncake_master"])
+def test_quick_start_master_store_put_get(scripts, master_argv):
     rpc_port, metrics_port = free_port(), free_port()
-    master = Process([str(scripts["yuebing-master"]), f"--rpc_port={rpc_port}",
-                      "--rpc_address=127.0.0.1", f"--metrics_port={metrics_port}"],
-                     "yuebing-master (console script)")
+    argv = master_argv(rpc_port, metrics_port)
+    master = Process([str(scripts[argv[0]]), *argv[1:]], f"{argv[0]} (console script)")
     store_server = None
     client = None
     try:

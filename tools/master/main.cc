@@ -34,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "master/master_server.h"
+#include "master/upstream_master_flags.h"
 #include "security_flags.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/host_port.h"
@@ -329,16 +330,24 @@ int main(int argc, char** argv) {
   };
   usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
   absl::SetFlagsUsageConfig(usage_config);
-  if (!AsksForUsage(argc, argv)) {
+  // mooncake_master's flags: renamed, dropped with a warning, or refused (upstream_master_flags.h).
+  absl::StatusOr<yuebing::master::TranslatedFlags> translated =
+      yuebing::master::TranslateUpstreamMasterFlags(std::vector<std::string>(argv, argv + argc));
+  if (!translated.ok()) return Fail(2, std::string(translated.status().message()));
+  std::vector<char*> args;
+  for (std::string& arg : translated->argv) args.push_back(arg.data());
+  if (!AsksForUsage(static_cast<int>(args.size()), args.data())) {
     std::atexit(ExitTwoOnFlagError);
     g_parsing_flags.store(true);
   }
-  const std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  const std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   g_parsing_flags.store(false);
   if (positional.size() > 1) {
     return Fail(2, absl::StrCat("unexpected argument '", positional[1], "'"));
   }
   yuebing::InitLogging();
+  for (const std::string& warning : translated->warnings) YB_LOG_WARN("{}: {}", kName, warning);
 
   absl::StatusOr<MasterServer::Options> options = OptionsFromFlags();
   if (!options.ok()) return Fail(2, std::string(options.status().message()));
