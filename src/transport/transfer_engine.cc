@@ -1,8 +1,11 @@
 // The parts of the public TransferEngine API that are the same for every implementation.
 #include "yuebing/transport/transfer_engine.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "transport/transfer_engine_impl.h"
+#include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
 namespace yuebing::transport {
@@ -25,6 +28,14 @@ const char* TransferStateName(TransferState state) {
 
 absl::StatusOr<std::unique_ptr<TransferEngine>> TransferEngine::Create(
     const TransferEngineOptions& options) {
+  // MC_FORCE_TCP, read as upstream reads it: set at all (any value) means no RDMA. Same-host
+  // shared memory stays on: it is not RDMA (YUEBING_ENABLE_SHM=0 turns it off).
+  if (options.protocol == "rdma" && std::getenv("MC_FORCE_TCP") != nullptr) {
+    YB_LOG_INFO("MC_FORCE_TCP is set: protocol \"rdma\" runs over TCP");
+    TransferEngineOptions tcp = options;
+    tcp.protocol = "tcp";
+    return CreateTransferEngine(tcp);
+  }
   return CreateTransferEngine(options);
 }
 

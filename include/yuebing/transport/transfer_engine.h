@@ -82,6 +82,8 @@ struct TransferEngineOptions {
   // the RDMA transport and ibv_get_device_list returns a usable device; otherwise the engine logs
   // one warning and uses TCP. RDMA tuning comes from MC_* environment variables
   // (docs/transfer_engine.md); a malformed one makes Create fail with kInvalidArgument.
+  // MC_FORCE_TCP set in the environment (any value, as upstream) makes Create treat "rdma" as
+  // "tcp" (shared memory is unaffected).
   std::string protocol = "tcp";
   // RDMA devices to use, comma-separated ("mlx5_0,mlx5_1"); empty: MC_RDMA_DEVICES, else all.
   std::string rdma_devices;

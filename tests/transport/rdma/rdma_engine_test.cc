@@ -160,6 +160,29 @@ TEST(RdmaFallbackTest, MalformedRdmaVariableIsAClearError) {
   EXPECT_TRUE(tcp_engine.ok()) << tcp_engine.status();
 }
 
+// MC_FORCE_TCP (set to any value, as upstream reads it) keeps an "rdma" engine off RDMA entirely:
+// the RDMA transport is not opened, so its MC_* tuning is not even read, and bytes go over TCP.
+TEST(RdmaFallbackTest, ForceTcpVariableSkipsRdma) {
+  ASSERT_EQ(setenv("MC_NUM_QP_PER_EP", "zero", 1), 0);
+  ASSERT_EQ(setenv("MC_FORCE_TCP", "0", 1), 0);  // presence is what counts, as upstream
+  TransferEngineOptions options;
+  options.local_server_name = "127.0.0.1";
+  options.protocol = "rdma";
+  options.enable_shm = false;  // same host: count the bytes on TCP
+  auto forced = TransferEngine::Create(options);
+  unsetenv("MC_FORCE_TCP");
+  auto rdma = TransferEngine::Create(options);
+  unsetenv("MC_NUM_QP_PER_EP");
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  EXPECT_EQ(rdma.status().code(), absl::StatusCode::kInvalidArgument);
+  auto target = MakeRdmaEngine();
+  ASSERT_NE(target, nullptr);
+  constexpr size_t kBytes = 1 << 20;
+  MoveBytes(**forced, *target, kBytes);
+  EXPECT_EQ((*forced)->Stats().rdma_bytes, 0u);
+  EXPECT_EQ((*forced)->Stats().tcp_bytes, 2 * kBytes);
+}
+
 // Real RDMA: only where a device exists (never on this project's machines so far).
 TEST(RdmaDeviceTest, MovesBytesOverRdma) {
   std::vector<std::string> devices = rdma::ListRdmaDevices();
