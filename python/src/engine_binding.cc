@@ -132,6 +132,18 @@ class PyTransferEngine {
     return engine == nullptr ? -1 : engine->RpcPort();
   }
 
+  // Address of the lowest registered buffer `segment_name` publishes; 0 when the segment cannot
+  // be reached or has none (upstream's convention). Upstream counts in registration order;
+  // segments here list their buffers by address, which is the same for the usual one buffer.
+  uintptr_t FirstBufferAddress(const std::string& segment_name) {
+    std::shared_ptr<TransferEngine> engine = Acquire();
+    if (engine == nullptr) return 0;
+    py::gil_scoped_release release;
+    absl::StatusOr<std::vector<TransferEngine::SegmentBuffer>> buffers =
+        engine->ListSegmentBuffers(segment_name);
+    return buffers.ok() && !buffers->empty() ? static_cast<uintptr_t>(buffers->front().addr) : 0;
+  }
+
   std::string SessionId() {
     std::shared_ptr<TransferEngine> engine = Acquire();
     return engine == nullptr ? std::string() : engine->LocalSegmentName();
@@ -383,6 +395,7 @@ void BindEngine(py::module_& m) {
            py::arg("metadata_server"), py::arg("protocol"), py::arg("device_name"),
            py::arg("metadata_type"))
       .def("get_rpc_port", &E::RpcPort)
+      .def("get_first_buffer_address", &E::FirstBufferAddress, py::arg("segment_name"))
       .def("get_session_id", &E::SessionId, "This engine's segment name, \"host:port\".")
       .def("get_hostname", &E::SessionId, "This engine's segment name, \"host:port\".")
       .def("allocate_managed_buffer", &E::AllocateManagedBuffer, py::arg("length"))

@@ -214,6 +214,18 @@ TransferEngineImpl::~TransferEngineImpl() {
   for (auto& [addr, region] : owned_shm_) FreeSharedRegion(region);
 }
 
+absl::StatusOr<std::vector<TransferEngine::SegmentBuffer>> TransferEngineImpl::ListSegmentBuffers(
+    const std::string& segment_name) {
+  std::vector<SegmentBuffer> out;
+  if (segment_name == segment_name_) {
+    for (const RegisteredBuffer& b : registry_.Snapshot()) out.push_back({b.addr, b.length});
+    return out;
+  }
+  YB_ASSIGN_OR_RETURN(SegmentDescriptor descriptor, FetchDescriptor(segment_name));
+  for (const BufferDescriptor& b : descriptor.buffers) out.push_back({b.addr, b.length});
+  return out;
+}
+
 absl::StatusOr<SegmentDescriptor> TransferEngineImpl::FetchDescriptor(const std::string& name) {
   std::string text;
   if (metadata_ != nullptr) {

@@ -60,6 +60,8 @@ class TransferEngineImpl final : public TransferEngine {
   absl::Status FreeSharedMemory(void* addr) override;
   absl::StatusOr<SegmentHandle> OpenSegment(const std::string& segment_name) override;
   absl::Status CloseSegment(SegmentHandle handle) override;
+  absl::StatusOr<std::vector<SegmentBuffer>> ListSegmentBuffers(
+      const std::string& segment_name) override;
   absl::StatusOr<BatchId> AllocateBatch(size_t capacity) override;
   absl::Status FreeBatch(BatchId batch) override;
   absl::Status SubmitTransfer(BatchId batch, absl::Span<const TransferRequest> requests) override;

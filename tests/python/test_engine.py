@@ -202,6 +202,29 @@ def test_unknown_peer_fails_fast():
     assert engine.send_probe(dead) == -1
 
 
+def test_get_first_buffer_address(pair):
+    initiator, target, remote = pair
+    session = target.get_session_id()
+    # As upstream: the address a peer writes to, read from the segment's descriptor.
+    assert initiator.get_first_buffer_address(session) == remote.ctypes.data
+    assert target.get_first_buffer_address(session) == remote.ctypes.data  # its own segment
+    lower = np.zeros(4096, dtype=np.uint8)
+    higher = np.zeros(4096, dtype=np.uint8)
+    other = new_engine()
+    first, second = sorted([lower, higher], key=lambda a: a.ctypes.data)
+    assert other.register_memory(second.ctypes.data, second.nbytes) == 0
+    assert other.register_memory(first.ctypes.data, first.nbytes) == 0
+    assert initiator.get_first_buffer_address(other.get_session_id()) == first.ctypes.data
+    assert other.unregister_memory(first.ctypes.data) == 0
+    assert other.unregister_memory(second.ctypes.data) == 0
+    # No buffers, an unreachable peer, or no engine: 0.
+    assert initiator.get_first_buffer_address(other.get_session_id()) == 0
+    from conftest import free_port
+
+    assert initiator.get_first_buffer_address(f"127.0.0.1:{free_port()}") == 0
+    assert TransferEngine().get_first_buffer_address(session) == 0
+
+
 def test_send_probe(pair):
     initiator, target, _ = pair
     assert initiator.send_probe(target.get_session_id()) == 0

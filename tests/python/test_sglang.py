@@ -5,7 +5,7 @@ API (kv_buffer, page_size, get_page_buffer_meta) and run without SGLang. The tes
 the real `sglang` package: its storage config, its dynamic backend factory, its own host KV pools
 (MHATokenToKVPoolHost, MLATokenToKVPoolHost on CPU) and its own `mooncake` backend over the
 `mooncake` alias. They are skipped, with the reason, when sglang or torch is not importable;
-scripts/test-sglang installs both and runs this file.
+scripts/test-integrations installs both (exact pins) and runs this file.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def sglang_missing_reason():
         importlib.import_module("sglang.srt.mem_cache.hicache_storage")
         importlib.import_module("sglang.srt.mem_cache.storage.backend_factory")
     except Exception as e:  # ImportError or a broken partial install
-        return f"sglang/torch not importable ({type(e).__name__}: {e}); run scripts/test-sglang"
+        return f"sglang/torch not importable ({type(e).__name__}: {e}); run scripts/test-integrations"
     return None
 
 

@@ -148,6 +148,17 @@ class TransferEngine {
   virtual absl::StatusOr<SegmentHandle> OpenSegment(const std::string& segment_name) = 0;
   virtual absl::Status CloseSegment(SegmentHandle handle) = 0;
 
+  // A registered buffer as a segment publishes it.
+  struct SegmentBuffer {
+    uint64_t addr = 0;
+    uint64_t length = 0;
+  };
+  // The buffers `segment_name` publishes now, in address order, read from a fresh descriptor
+  // (this engine's own registry for the local name). Opens nothing and caches nothing.
+  // Errors: as OpenSegment.
+  virtual absl::StatusOr<std::vector<SegmentBuffer>> ListSegmentBuffers(
+      const std::string& segment_name) = 0;
+
   // Batches hold up to `capacity` requests in total over all their submissions.
   virtual absl::StatusOr<BatchId> AllocateBatch(size_t capacity) = 0;
   // Errors: kFailedPrecondition while requests of the batch are still in flight.
