@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine_test_util.h"
 #include "transport/socket_util.h"
+#include "transport/wire_format.h"
 #include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::transport {
