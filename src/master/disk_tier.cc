@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "master/master_impl.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
@@ -133,8 +134,11 @@ void MasterService::Impl::DropDiskTiers(const absl::flat_hash_set<uint64_t>& ser
 
 absl::StatusOr<DiskSyncReply> MasterService::Impl::SyncDiskTier(const ClientId& client,
                                                                 const DiskSyncRequest& request) {
-  if (request.endpoint.empty() || request.endpoint.size() > kMaxEndpointBytes) {
-    return MakeError(ErrorCode::kInvalidParams, "bad disk endpoint");
+  // The endpoint is the store's transfer engine segment name: readers call ReadObject on it.
+  if (request.endpoint.empty() || request.endpoint.size() > limits::kMaxSegmentNameBytes ||
+      !ParseHostPort(request.endpoint).ok()) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     "bad disk endpoint (expected the store's segment name, host:port)");
   }
   if (request.tier_id.empty() || request.tier_id.size() > kMaxEndpointBytes) {
     return MakeError(ErrorCode::kInvalidParams, "bad disk tier id");

@@ -1,8 +1,6 @@
 // Store client implementation: metadata through MasterClient, bytes through the transfer engine.
 #include "yuebing/store/client.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -252,11 +250,9 @@ absl::Status ClientImpl::Init() {
       DiskTierOptions disk;
       disk.path = config_.ssd_path;
       disk.capacity = config_.ssd_capacity;
-      disk.host = host_;
-      disk.port = config_.ssd_port;
       YB_ASSIGN_OR_RETURN(disk_tier_, DiskTier::Start(disk, master_.get(), id_,
                                                       reinterpret_cast<uint64_t>(global_segment_),
-                                                      config_.global_segment_size));
+                                                      config_.global_segment_size, engine_.get()));
     }
   } else if (!config_.ssd_path.empty()) {
     return MakeError(ErrorCode::kInvalidParams, "ssd_path needs global_segment_size > 0");
@@ -654,52 +650,47 @@ std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
 absl::Status ClientImpl::ReadFromDisk(const std::string& key, const Replica& replica,
                                       const ObjectLocation& location,
                                       const std::vector<Buffer>& buffers) {
-  absl::StatusOr<HostPort> where = ParseHostPort(replica.disk_endpoint);
-  if (!where.ok()) {
-    return MakeError(ErrorCode::kTransferFail,
-                     absl::StrCat("bad disk endpoint '", replica.disk_endpoint, "'"));
+  // The owning store's engine serves the file by key (its object source) straight into the
+  // caller's buffers, over the same authenticated TCP server as transfers.
+  std::vector<transport::ObjectBuffer> dest;
+  for (const Buffer& b : buffers) {
+    if (b.data != nullptr && b.size > 0) dest.push_back(transport::ObjectBuffer{b.data, b.size});
   }
-  httplib::Client http(where->host, where->port);
-  const auto timeout = config_.transfer_timeout;
-  http.set_connection_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
-                              static_cast<time_t>(timeout.count() % 1000 * 1000));
-  http.set_read_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
-                        static_cast<time_t>(timeout.count() % 1000 * 1000));
-  http.set_write_timeout(std::chrono::duration_cast<std::chrono::seconds>(timeout).count(),
-                         static_cast<time_t>(timeout.count() % 1000 * 1000));
-  httplib::Result res = http.Post("/disk/get", key, "application/octet-stream");
-  if (!res) {
-    return MakeError(ErrorCode::kTransferFail,
-                     absl::StrCat("disk read of '", key, "' from ", replica.disk_endpoint, ": ",
-                                  httplib::to_string(res.error())));
-  }
-  if (res->status == 404) {
+  absl::StatusOr<uint64_t> read =
+      engine_->ReadObject(replica.disk_endpoint, key, dest,
+                          std::chrono::steady_clock::now() + config_.transfer_timeout);
+  if (absl::IsNotFound(read.status())) {
     return MakeError(ErrorCode::kObjectNotFound,
                      absl::StrCat("'", key, "' is gone from ", replica.disk_endpoint));
   }
-  if (res->status != 200) {
-    return MakeError(ErrorCode::kTransferFail,
-                     absl::StrCat("disk read of '", key, "' from ", replica.disk_endpoint,
-                                  ": HTTP ", res->status));
+  if (absl::IsDataLoss(read.status())) {  // the store found its file broken and dropped it
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("'", key, "' is gone from ", replica.disk_endpoint, ": ",
+                                  read.status().message()));
   }
-  const std::string& body = res->body;
-  if (body.size() != location.size) {
-    ++checksum_failures_;
+  if (absl::IsOutOfRange(read.status()) || (read.ok() && *read != location.size)) {
+    ++checksum_failures_;  // the store's copy is larger than the buffer, or not the recorded size
     return MakeError(ErrorCode::kObjectNotFound,
                      absl::StrCat("disk copy of '", key, "' has the wrong size"));
   }
-  if (config_.enable_checksum && !ChecksumMatches(location.checksum, body)) {
+  if (!read.ok()) {
+    return MakeError(ErrorCode::kTransferFail,
+                     absl::StrCat("disk read of '", key, "' from ", replica.disk_endpoint, ": ",
+                                  read.status().message()));
+  }
+  std::vector<absl::string_view> pieces;
+  uint64_t left = *read;
+  for (const transport::ObjectBuffer& piece : dest) {
+    const uint64_t length = std::min(piece.size, left);
+    if (length == 0) break;
+    pieces.emplace_back(static_cast<const char*>(piece.data), length);
+    left -= length;
+  }
+  if (config_.enable_checksum && !ChecksumMatches(location.checksum, pieces)) {
     ++checksum_failures_;
     YB_LOG_WARN("checksum mismatch reading '{}' from disk on {}", key, replica.disk_endpoint);
     return MakeError(ErrorCode::kObjectNotFound,
                      absl::StrCat("disk copy of '", key, "' failed its checksum"));
-  }
-  uint64_t offset = 0;
-  for (const Buffer& b : buffers) {
-    const uint64_t length = std::min(b.size, body.size() - offset);
-    if (length == 0) break;
-    std::memcpy(b.data, body.data() + offset, length);
-    offset += length;
   }
   return absl::OkStatus();
 }

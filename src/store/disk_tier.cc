@@ -1,7 +1,6 @@
 #include "store/disk_tier.h"
 
 #include <fcntl.h>
-#include <httplib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "common/http_bind.h"
 #include "yuebing/common/checksum.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/limits.h"
@@ -26,7 +24,6 @@ constexpr size_t kAnnounceChunk = 1024;
 constexpr size_t kMaxPendingReports = 60000;
 static_assert(kMaxPendingReports + kAnnounceChunk <= limits::kMaxDiskReportEntries,
               "a report stays under the master's limit");
-constexpr auto kServeStartTimeout = std::chrono::seconds(10);
 
 // The directory's identity: read from "tier.id", created (temp + rename) when missing.
 absl::StatusOr<std::string> TierIdOf(const std::string& dir) {
@@ -54,71 +51,64 @@ absl::StatusOr<std::string> TierIdOf(const std::string& dir) {
 }  // namespace
 
 DiskTier::DiskTier(const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
-                   uint64_t segment_base, uint64_t segment_size)
+                   uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine)
     : options_(options),
       master_(master),
       client_id_(std::move(client_id)),
       segment_base_(segment_base),
-      segment_size_(segment_size) {}
+      segment_size_(segment_size),
+      engine_(engine) {}
 
-absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Start(const DiskTierOptions& options,
-                                                          MasterClient* master,
-                                                          master::ClientId client_id,
-                                                          uint64_t segment_base,
-                                                          uint64_t segment_size) {
-  if (master == nullptr || segment_base == 0 || segment_size == 0) {
-    return MakeError(ErrorCode::kInvalidParams, "disk tier needs a master and a global segment");
+absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Start(
+    const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+    uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine) {
+  if (master == nullptr || engine == nullptr || segment_base == 0 || segment_size == 0) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     "disk tier needs a master, a transfer engine and a global segment");
   }
   std::unique_ptr<DiskTier> tier(
-      new DiskTier(options, master, std::move(client_id), segment_base, segment_size));
+      new DiskTier(options, master, std::move(client_id), segment_base, segment_size, engine));
   YB_ASSIGN_OR_RETURN(tier->files_, FileStore::Open(options.path, options.capacity));
   YB_ASSIGN_OR_RETURN(tier->tier_id_, TierIdOf(options.path));
-
-  tier->server_ = std::make_unique<httplib::Server>();
+  tier->endpoint_ = engine->LocalSegmentName();
   DiskTier* self = tier.get();
-  tier->server_->Post("/disk/get", [self](const httplib::Request& req, httplib::Response& res) {
-    if (req.body.empty() || req.body.size() > limits::kMaxKeyBytes) {
-      res.status = 400;
-      res.set_content("bad key", "text/plain");
-      return;
-    }
-    absl::StatusOr<FileStore::Value> value = self->files_->Read(req.body);
-    if (!value.ok()) {
-      res.status = 404;
-      res.set_content(std::string(value.status().message()), "text/plain");
-      return;
-    }
-    res.set_header("X-Yuebing-Checksum", std::to_string(value->object_checksum));
-    res.set_content(std::move(value->bytes), "application/octet-stream");
-    yuebing::MutexLock lock(&self->mu_);
-    ++self->stats_.served;
-  });
-  tier->server_->set_payload_max_length(limits::kMaxKeyBytes);
-  YB_ASSIGN_OR_RETURN(const uint16_t port,
-                      BindHttpServer(*tier->server_, options.host, options.port));
-  tier->endpoint_ = absl::StrCat(options.host, ":", port);
-  tier->server_thread_ = std::thread([self] { self->server_->listen_after_bind(); });
-  const auto deadline = std::chrono::steady_clock::now() + kServeStartTimeout;
-  while (!tier->server_->is_running()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return MakeError(ErrorCode::kInternalError, "disk read service did not start");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  engine->SetObjectSource([self](absl::string_view key) { return self->ServeObject(key); });
+  tier->serving_ = true;
   tier->sync_thread_ = std::thread([self] { self->SyncLoop(); });
-  YB_LOG_INFO("disk tier {} ({} bytes) serving on {}", options.path, options.capacity,
-              tier->endpoint_);
+  YB_LOG_INFO("disk tier {} ({} bytes) served by transfer engine {}", options.path,
+              options.capacity, tier->endpoint_);
   return tier;
 }
 
 DiskTier::~DiskTier() {
+  if (serving_) engine_->SetObjectSource(nullptr);  // waits for reads in progress
   {
     yuebing::MutexLock lock(&mu_);
     stop_ = true;
   }
   if (sync_thread_.joinable()) sync_thread_.join();
-  if (server_ != nullptr) server_->stop();
-  if (server_thread_.joinable()) server_thread_.join();
+}
+
+absl::StatusOr<std::string> DiskTier::ServeObject(absl::string_view key) {
+  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
+    return absl::InvalidArgumentError("bad key");
+  }
+  // FileStore::Read answers kObjectNotFound both for an absent file and for one that failed its
+  // verification (and was deleted); which one it was is told by whether the file was there.
+  const bool present = files_->Contains(key);
+  absl::StatusOr<FileStore::Value> value = files_->Read(key);
+  if (!value.ok()) {
+    if (ToErrorCode(value.status()) != ErrorCode::kObjectNotFound) return value.status();
+    if (present && !files_->Contains(key)) {
+      return absl::DataLossError(std::string(value.status().message()));
+    }
+    return absl::NotFoundError(std::string(value.status().message()));
+  }
+  {
+    yuebing::MutexLock lock(&mu_);
+    ++stats_.served;
+  }
+  return std::move(value->bytes);
 }
 
 DiskTierStats DiskTier::Stats() const {
@@ -190,6 +180,11 @@ void DiskTier::Spill(const master::SpillTask& task) {
     yuebing::MutexLock lock(&mu_);
     ++stats_.spill_rejected;
   };
+  if (task.size > transport::kMaxReadObjectBytes) {
+    // Readers could not fetch it in one ReadObject; the master evicts it after spill_timeout.
+    reject("larger than one disk read may move");
+    return;
+  }
   if (task.size == 0 || task.address < segment_base_ ||
       task.address - segment_base_ > segment_size_ ||
       task.size > segment_size_ - (task.address - segment_base_)) {

@@ -7,10 +7,11 @@
 //     copying [address, address+size) of this client's own segment (checked to lie inside it)
 //     into the file store; when the master recorded a checksum, the copy must match it or it is
 //     not written (the range may have been freed and reused meanwhile).
-//   - a disk read service (cpp-httplib, own threads) on host:port:
-//       POST /disk/get, body = key -> 200 with the value (header X-Yuebing-Checksum: the
-//       object checksum recorded for it), 404 when the file is absent or failed verification,
-//       400 for a bad key.
+//   - the object source of the store's transfer engine (TransferEngine::SetObjectSource): peers'
+//     ReadObject(segment, key) get the verified value of the key's file over the engine's
+//     authenticated TCP server; an absent key is kNotFound, a file that fails verification is
+//     deleted (and reported) and answered kDataLoss. The endpoint reported to the master is the
+//     engine's segment name.
 // The tier id (identity of the directory, file "tier.id" in it) lets a restarted store take
 // back the objects its previous incarnation held.
 //
@@ -28,18 +29,13 @@
 #include "store/file_store.h"
 #include "store/master_client.h"
 #include "yuebing/common/mutex.h"
-
-namespace httplib {
-class Server;
-}
+#include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::store {
 
 struct DiskTierOptions {
   std::string path;
   uint64_t capacity = 0;
-  std::string host = "127.0.0.1";  // where readers reach the disk service
-  uint16_t port = 0;               // 0: any free port
   std::chrono::milliseconds sync_interval{100};
   uint32_t max_tasks = 16;  // spill tasks taken per sync (all due within spill_timeout)
 };
@@ -52,15 +48,13 @@ struct DiskTierStats {
 
 class DiskTier {
  public:
-  // Opens (recovering) the file store, binds the read service and starts the sync loop.
-  // `segment_base`/`segment_size` delimit this client's own segment; `master` must outlive the
-  // tier. Errors: kInvalidParams (bad options), kWriteFail (directory), kUnavailable (port).
-  static absl::StatusOr<std::unique_ptr<DiskTier>> Start(const DiskTierOptions& options,
-                                                         MasterClient* master,
-                                                         master::ClientId client_id,
-                                                         uint64_t segment_base,
-                                                         uint64_t segment_size);
-  ~DiskTier();  // stops the sync loop and the read service
+  // Opens (recovering) the file store, registers it as `engine`'s object source and starts the
+  // sync loop. `segment_base`/`segment_size` delimit this client's own segment; `master` and
+  // `engine` must outlive the tier. Errors: kInvalidParams (bad options), kWriteFail (directory).
+  static absl::StatusOr<std::unique_ptr<DiskTier>> Start(
+      const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+      uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine);
+  ~DiskTier();  // unregisters the object source (waiting for reads in progress), stops the loop
   DiskTier(const DiskTier&) = delete;
   DiskTier& operator=(const DiskTier&) = delete;
 
@@ -69,7 +63,9 @@ class DiskTier {
 
  private:
   DiskTier(const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
-           uint64_t segment_base, uint64_t segment_size);
+           uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine);
+  // The object source: the verified value of `key` (see the file comment).
+  absl::StatusOr<std::string> ServeObject(absl::string_view key);
   void SyncLoop();
   // One exchange with the master; returns whether there may be more work right away.
   bool SyncOnce();
@@ -80,11 +76,11 @@ class DiskTier {
   const master::ClientId client_id_;
   const uint64_t segment_base_;
   const uint64_t segment_size_;
+  transport::TransferEngine* const engine_;
   std::unique_ptr<FileStore> files_;
   std::string tier_id_;
   std::string endpoint_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread server_thread_;
+  bool serving_ = false;  // registered as the engine's object source
   std::thread sync_thread_;
 
   // Sync loop state (only its thread touches these, except stop_).

@@ -56,6 +56,8 @@ absl::Status ReplyToStatus(WireStatus status, const std::string& segment) {
   }
 }
 
+}  // namespace
+
 // Bounded by `deadline`: a target that accepted the connection but never answers (a stopped
 // process still has the kernel accept for it) must not hold the sender thread, which Shutdown
 // joins.
@@ -79,8 +81,6 @@ absl::Status SendHello(int fd, const std::string& segment, uint64_t epoch, AuthD
   }
   return ReplyToStatus(reply.status, segment);
 }
-
-}  // namespace
 
 TcpPeer::TcpPeer(TcpPeerOptions options) : options_(std::move(options)) {}
 

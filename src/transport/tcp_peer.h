@@ -19,6 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "transport/tcp_auth.h"
 #include "transport/transfer_batch.h"
 #include "yuebing/common/clock.h"
 #include "yuebing/common/mutex.h"
@@ -51,6 +52,12 @@ struct TcpPeerOptions {
   // connect_timeout.
   std::string cluster_secret;
 };
+
+// Sends HELLO for `segment` (epoch 0: any incarnation) on a connected (and, with a secret,
+// authenticated) socket and reads the reply by `deadline`. Errors: kFailedPrecondition (another
+// segment or epoch there), kPermissionDenied (the target wants a cluster secret), kUnavailable (no
+// reply by the deadline, connection lost), kInternal / kInvalidArgument (protocol violation).
+absl::Status SendHello(int fd, const std::string& segment, uint64_t epoch, AuthDeadline deadline);
 
 class TcpPeer {
  public:

@@ -55,6 +55,8 @@ FrameType ReplyTypeOf(FrameType request) {
       return FrameType::kWriteReply;
     case FrameType::kRead:
       return FrameType::kReadReply;
+    case FrameType::kReadObject:
+      return FrameType::kReadObjectReply;
     default:
       return FrameType::kDescribeReply;
   }
@@ -106,6 +108,60 @@ void TcpServer::Serve(std::string segment_name, uint64_t epoch,
   epoch_ = epoch;
   describe_ = std::move(describe);
   accept_thread_ = std::thread(&TcpServer::AcceptLoop, this);
+}
+
+void TcpServer::SetObjectSource(ObjectSource source) {
+  ObjectSource previous;
+  yuebing::MutexLock lock(&source_mu_);
+  previous.swap(object_source_);
+  object_source_ = std::move(source);
+  // Calls that started before the swap may still use `previous`; later ones are counted too,
+  // which only makes this wait a little longer (each call is bounded by its source).
+  source_mu_.Await(yuebing::Condition(
+      +[](int* calls) { return *calls == 0; }, &source_calls_));
+}
+
+absl::Status TcpServer::ServeObject(int fd, const FrameHeader& request, const std::string& key) {
+  auto reply = [&](WireStatus status, uint64_t size, const void* payload, uint64_t length) {
+    FrameHeader header;
+    header.type = FrameType::kReadObjectReply;
+    header.status = status;
+    header.request_id = request.request_id;
+    header.addr = size;
+    header.length = length;
+    uint8_t bytes[kFrameHeaderBytes];
+    EncodeFrameHeader(header, bytes);
+    iovec iov[2] = {{bytes, kFrameHeaderBytes},
+                    {const_cast<void*>(payload), static_cast<size_t>(length)}};
+    return SendAll(fd, iov, length > 0 ? 2 : 1);
+  };
+  if (key.empty()) return reply(WireStatus::kProtocolError, 0, nullptr, 0);
+  ObjectSource source;
+  {
+    yuebing::MutexLock lock(&source_mu_);
+    if (!object_source_) return reply(WireStatus::kNoObjectSource, 0, nullptr, 0);
+    source = object_source_;
+    ++source_calls_;
+  }
+  absl::StatusOr<std::string> object = source(key);
+  {
+    yuebing::MutexLock lock(&source_mu_);
+    --source_calls_;
+  }
+  if (!object.ok()) {
+    WireStatus status = absl::IsNotFound(object.status())   ? WireStatus::kNotFound
+                        : absl::IsDataLoss(object.status()) ? WireStatus::kCorrupt
+                                                            : WireStatus::kInternal;
+    if (status == WireStatus::kInternal) {
+      YB_LOG_WARN("object source failed: {}", object.status().ToString());
+    }
+    return reply(status, 0, nullptr, 0);
+  }
+  const uint64_t size = object->size();
+  if (size > request.addr || size > kMaxDataFrameBytes) {
+    return reply(WireStatus::kTooSmall, size, nullptr, 0);
+  }
+  return reply(WireStatus::kOk, size, object->data(), size);
 }
 
 size_t TcpServer::ConnectionCount() const {
@@ -282,6 +338,17 @@ void TcpServer::ServeConnection(Connection* conn) {
           status =
               SendReply(fd, FrameType::kReadReply, WireStatus::kOutOfRange, *header, nullptr, 0);
         }
+        break;
+      }
+      case FrameType::kReadObject: {
+        std::string key(header->length, '\0');
+        status = RecvAll(fd, key.data(), key.size());
+        if (!status.ok()) break;
+        if (!greeted) {
+          status = absl::FailedPreconditionError("READ_OBJECT before HELLO");
+          break;
+        }
+        status = ServeObject(fd, *header, key);
         break;
       }
       default:

@@ -2,8 +2,9 @@
 // serves READ/WRITE frames straight from/into registered memory after checking every range
 // against the MemoryRegistry. A refused range gets an error reply (its WRITE payload is read and
 // discarded, so the stream stays usable); a malformed frame closes the connection. With a cluster
-// secret, a connection that has not authenticated is refused before any registered memory or the
-// descriptor is touched.
+// secret, a connection that has not authenticated is refused before any registered memory, the
+// descriptor or the object source is touched. READ_OBJECT frames are answered by the object source
+// (SetObjectSource), whole objects by key.
 //
 // Thread safety: Start/port/~TcpServer from the owner; connections are served on their own threads
 // (one per connection, at most max_connections).
@@ -21,7 +22,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "transport/memory_registry.h"
+#include "transport/wire_format.h"
 #include "yuebing/common/mutex.h"
+#include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::transport {
 
@@ -58,6 +61,10 @@ class TcpServer {
   using RdmaConnectHandler = std::function<absl::StatusOr<std::string>(const std::string&)>;
   void SetRdmaConnectHandler(RdmaConnectHandler handler) { rdma_connect_ = std::move(handler); }
 
+  // Answers READ_OBJECT frames with `source` (null: refused with kNoObjectSource). May be called
+  // at any time; returns once no call of the previous source is running.
+  void SetObjectSource(ObjectSource source);
+
   size_t ConnectionCount() const;
 
  private:
@@ -72,6 +79,8 @@ class TcpServer {
   void AcceptLoop();
   void ServeConnection(Connection* conn);
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers one READ_OBJECT for `key` (its payload already read).
+  absl::Status ServeObject(int fd, const FrameHeader& request, const std::string& key);
 
   const TcpServerOptions options_;
   MemoryRegistry* const registry_;
@@ -83,6 +92,9 @@ class TcpServer {
   RdmaConnectHandler rdma_connect_;
   std::atomic<bool> stopping_{false};
   std::thread accept_thread_;
+  yuebing::Mutex source_mu_;
+  ObjectSource object_source_ ABSL_GUARDED_BY(source_mu_);
+  int source_calls_ ABSL_GUARDED_BY(source_mu_) = 0;  // calls of object_source_ running
   mutable yuebing::Mutex mu_;
   std::list<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
 };

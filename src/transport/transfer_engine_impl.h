@@ -70,6 +70,14 @@ class TransferEngineImpl final : public TransferEngine {
                                                         std::chrono::milliseconds timeout) override;
   absl::StatusOr<std::vector<TransferStatus>> WaitAndFreeBatch(BatchId batch) override;
   TransferEngineStats Stats() const override;
+  void SetObjectSource(ObjectSource source) override {
+    server_->SetObjectSource(std::move(source));
+  }
+  // In object_reader.cc.
+  absl::StatusOr<uint64_t> ReadObject(const std::string& segment_name, absl::string_view key,
+                                      absl::Span<const ObjectBuffer> dest,
+                                      std::chrono::steady_clock::time_point deadline) override;
+  using TransferEngine::ReadObject;
 
  private:
   absl::Status Register(const RegisteredBuffer& buffer);

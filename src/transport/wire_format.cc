@@ -41,7 +41,10 @@ uint64_t MaxPayload(FrameType type) {
     case FrameType::kRdmaConnectReply:
       return kMaxRdmaConnectBytes;
     case FrameType::kRead:  // length is what is asked for, no payload follows
+    case FrameType::kReadObjectReply:
       return kMaxDataFrameBytes;
+    case FrameType::kReadObject:
+      return kMaxObjectKeyBytes;
     default:
       return 0;
   }
@@ -70,11 +73,11 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t in[kFrameHeaderBytes
   }
   uint8_t type = Get<uint8_t>(in, 5);
   if (type < static_cast<uint8_t>(FrameType::kHello) ||
-      type > static_cast<uint8_t>(FrameType::kRdmaConnectReply)) {
+      type > static_cast<uint8_t>(FrameType::kReadObjectReply)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown frame type ", type));
   }
   int32_t status = Get<int32_t>(in, 8);
-  if (status < 0 || status > static_cast<int32_t>(WireStatus::kUnauthenticated)) {
+  if (status < 0 || status > static_cast<int32_t>(WireStatus::kCorrupt)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown frame status ", status));
   }
   FrameHeader header;
@@ -105,6 +108,14 @@ const char* WireStatusText(WireStatus status) {
       return "internal error at the target";
     case WireStatus::kUnauthenticated:
       return "cluster authentication failed (secret missing on one side, or different)";
+    case WireStatus::kNotFound:
+      return "no object with this key at the target";
+    case WireStatus::kTooSmall:
+      return "the object is larger than the reader's buffer";
+    case WireStatus::kNoObjectSource:
+      return "the target serves no objects by key";
+    case WireStatus::kCorrupt:
+      return "the target's copy of the object failed verification";
   }
   return "unknown";
 }

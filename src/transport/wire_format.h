@@ -1,10 +1,12 @@
 // The TCP transport's frame format. Every frame starts with a fixed 40-byte little-endian header;
 // WRITE requests and READ replies are followed by `length` payload bytes, HELLO requests by the
 // expected segment name, DESCRIBE replies by the segment descriptor JSON, RDMA_CONNECT frames and
-// their replies by QP information.
+// their replies by QP information, READ_OBJECT requests by the object's key and their OK replies
+// by the object's bytes.
 //
 // A connection must start with HELLO (naming the target segment and the epoch the initiator
-// expects) before any READ, WRITE or RDMA_CONNECT; DESCRIBE is allowed first (the P2P handshake).
+// expects) before any READ, WRITE, READ_OBJECT or RDMA_CONNECT; DESCRIBE is allowed first (the P2P
+// handshake).
 // Replies come in request order. With a cluster secret, the connection starts instead with the
 // mutual challenge-response AUTH_HELLO -> AUTH_CHALLENGE -> AUTH_PROOF -> AUTH_RESULT (tcp_auth.h);
 // any other frame before it succeeds is answered with kUnauthenticated and the connection is
@@ -28,6 +30,8 @@ inline constexpr uint64_t kMaxDataFrameBytes = 1ull << 30;
 inline constexpr uint64_t kMaxNameBytes = 1024;
 inline constexpr uint64_t kMaxDescriptorBytes = 16ull << 20;
 inline constexpr uint64_t kMaxRdmaConnectBytes = 64ull << 10;
+// Largest key of a READ_OBJECT request (the store's key limit, limits::kMaxKeyBytes).
+inline constexpr uint64_t kMaxObjectKeyBytes = 4096;
 
 enum class FrameType : uint8_t {
   kHello = 1,
@@ -46,6 +50,11 @@ enum class FrameType : uint8_t {
   // a reply with a non-OK status carries an error message instead.
   kRdmaConnect = 13,
   kRdmaConnectReply = 14,
+  // Read a whole object by key from the target's object source (after HELLO). Request: addr = the
+  // reader's capacity in bytes, payload = the key. Reply: addr = the object's size (also when it
+  // does not fit: status kTooSmall), payload = the object's bytes when the status is kOk.
+  kReadObject = 15,
+  kReadObjectReply = 16,
 };
 
 // Payload sizes of the authentication frames.
@@ -60,6 +69,10 @@ enum class WireStatus : int32_t {
   kProtocolError = 3,  // request not allowed in this state
   kInternal = 4,
   kUnauthenticated = 5,  // cluster secret missing on one side, or different
+  kNotFound = 6,         // READ_OBJECT: the target's object source has no such key
+  kTooSmall = 7,         // READ_OBJECT: the object is larger than the reader's capacity
+  kNoObjectSource = 8,   // READ_OBJECT: the target serves no objects by key
+  kCorrupt = 9,          // READ_OBJECT: the target's copy failed its verification (not served)
 };
 
 struct FrameHeader {
@@ -67,7 +80,9 @@ struct FrameHeader {
   uint16_t flags = 0;
   WireStatus status = WireStatus::kOk;
   uint64_t request_id = 0;
-  uint64_t addr = 0;    // target address (READ/WRITE); epoch (HELLO, HELLO reply)
+  // Target address (READ/WRITE); epoch (HELLO, HELLO reply); capacity (READ_OBJECT); object size
+  // (READ_OBJECT reply).
+  uint64_t addr = 0;
   uint64_t length = 0;  // payload length that follows (or that is asked for, for READ)
 };
 

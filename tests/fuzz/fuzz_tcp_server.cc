@@ -2,8 +2,9 @@
 // process serves a 4 KiB buffer registered at the fixed address kBufferAddr (so corpus inputs
 // can name it), between two unregistered guard pages. Each input is sent as the byte stream of
 // one connection (preceded by a valid HELLO when its first byte is odd); the replies are read
-// until the server closes. Checked: the server never writes outside the registered buffer, and
-// it stays up.
+// until the server closes. READ_OBJECT frames are answered by an object source that knows "obj"
+// (and reports "bad" as a broken copy). Checked: the server never writes outside the registered
+// buffer, and it stays up.
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -61,6 +62,11 @@ Fixture* Setup() {
       yt::TcpServer::Bind(options, &f->registry);
   if (!server.ok()) std::abort();
   f->server = std::move(*server);
+  f->server->SetObjectSource([](absl::string_view key) -> absl::StatusOr<std::string> {
+    if (key == "obj") return std::string("object bytes served by key");
+    if (key == "bad") return absl::DataLossError("broken copy");
+    return absl::NotFoundError("no such key");
+  });
   f->server->Serve(kSegmentName, kEpoch, [] { return std::string("{\"name\":\"fuzz:1\"}"); });
   return f;
 }

@@ -165,6 +165,11 @@ TEST_F(DiskTierTest, BadRequestsAreRefused) {
   DiskSyncRequest request;
   EXPECT_EQ(ToErrorCode(master_->SyncDiskTier("store", request).status()),
             ErrorCode::kInvalidParams);  // no endpoint
+  request.tier_id = "t";
+  request.endpoint = "no-port";  // not a segment name (host:port)
+  EXPECT_EQ(ToErrorCode(master_->SyncDiskTier("store", request).status()),
+            ErrorCode::kInvalidParams);
+  request.tier_id.clear();
   request.endpoint = "h:1";
   EXPECT_EQ(ToErrorCode(master_->SyncDiskTier("store", request).status()),
             ErrorCode::kInvalidParams);  // no tier id

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -214,6 +215,60 @@ TEST(TransportAuthTest, WrongSecretIsRefusedBothWays) {
   EXPECT_TRUE(ClosedByPeer(fd));
   CloseFd(fd);
   EXPECT_TRUE(target.Untouched());
+}
+
+TEST(TransportAuthTest, ObjectsByKeyNeedTheSecret) {
+  Target target = MakeTarget(kSecret);
+  ASSERT_NE(target.engine, nullptr);
+  std::atomic<int> source_calls{0};
+  target.engine->SetObjectSource([&](absl::string_view key) -> absl::StatusOr<std::string> {
+    ++source_calls;
+    if (key != "spilled") return absl::NotFoundError("no such key");
+    return std::string("secret bytes of a spilled object");
+  });
+  const std::string name = target.engine->LocalSegmentName();
+  const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(5); };
+  std::string out(64, '\0');
+
+  auto friendly = Engine(kSecret);
+  ASSERT_NE(friendly, nullptr);
+  absl::StatusOr<uint64_t> size =
+      friendly->ReadObject(name, "spilled", out.data(), out.size(), deadline());
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(out.substr(0, *size), "secret bytes of a spilled object");
+  EXPECT_EQ(source_calls, 1);
+
+  for (const std::string& secret : {kOtherSecret, std::string()}) {
+    auto stranger = Engine(secret);
+    ASSERT_NE(stranger, nullptr);
+    std::string stolen(64, '\0');
+    size = stranger->ReadObject(name, "spilled", stolen.data(), stolen.size(), deadline());
+    EXPECT_EQ(size.status().code(), absl::StatusCode::kPermissionDenied) << size.status();
+    EXPECT_EQ(stolen, std::string(64, '\0'));
+  }
+
+  // A raw READ_OBJECT without the handshake gets kUnauthenticated and a closed connection.
+  int fd = ConnectRaw(*target.engine);
+  ASSERT_GE(fd, 0);
+  uint8_t bytes[kFrameHeaderBytes];
+  FrameHeader request;
+  request.type = FrameType::kReadObject;
+  request.addr = 1 << 20;
+  request.length = 7;
+  EncodeFrameHeader(request, bytes);
+  std::string frame(reinterpret_cast<char*>(bytes), kFrameHeaderBytes);
+  frame += "spilled";
+  ASSERT_TRUE(SendAll(fd, frame.data(), frame.size()).ok());
+  ASSERT_TRUE(RecvAll(fd, bytes, kFrameHeaderBytes).ok());
+  auto reply = DecodeFrameHeader(bytes);
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->type, FrameType::kReadObjectReply);
+  EXPECT_EQ(reply->status, WireStatus::kUnauthenticated);
+  EXPECT_EQ(reply->length, 0u);
+  EXPECT_TRUE(ClosedByPeer(fd));
+  CloseFd(fd);
+  EXPECT_EQ(source_calls, 1);  // the strangers never reached the source
+  target.engine->SetObjectSource(nullptr);
 }
 
 TEST(TransportAuthTest, TargetWithoutSecretIsRefusedByInitiatorWithOne) {

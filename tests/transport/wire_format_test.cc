@@ -77,7 +77,41 @@ TEST(WireFormatTest, RdmaConnectFramesCarryBoundedPayloads) {
     EncodeFrameHeader(header, bytes);
     EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
   }
-  bytes[5] = static_cast<uint8_t>(FrameType::kRdmaConnectReply) + 1;  // first unknown type
+  bytes[5] = static_cast<uint8_t>(FrameType::kReadObjectReply) + 1;  // first unknown type
+  EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
+}
+
+TEST(WireFormatTest, ReadObjectFramesCarryBoundedPayloads) {
+  uint8_t bytes[kFrameHeaderBytes];
+  FrameHeader header;
+  header.type = FrameType::kReadObject;
+  header.addr = 1ull << 40;  // the capacity is not bounded by the frame format
+  header.length = kMaxObjectKeyBytes;
+  EncodeFrameHeader(header, bytes);
+  absl::StatusOr<FrameHeader> decoded = DecodeFrameHeader(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->addr, 1ull << 40);
+  header.length = kMaxObjectKeyBytes + 1;
+  EncodeFrameHeader(header, bytes);
+  EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
+  header.type = FrameType::kReadObjectReply;
+  header.length = kMaxDataFrameBytes;
+  EncodeFrameHeader(header, bytes);
+  EXPECT_TRUE(DecodeFrameHeader(bytes).ok());
+  header.length = kMaxDataFrameBytes + 1;
+  EncodeFrameHeader(header, bytes);
+  EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
+  for (WireStatus status : {WireStatus::kNotFound, WireStatus::kTooSmall,
+                            WireStatus::kNoObjectSource, WireStatus::kCorrupt}) {
+    header.status = status;
+    header.length = 0;
+    EncodeFrameHeader(header, bytes);
+    decoded = DecodeFrameHeader(bytes);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->status, status);
+    EXPECT_STRNE(WireStatusText(status), "unknown");
+  }
+  bytes[8] = static_cast<uint8_t>(WireStatus::kCorrupt) + 1;  // first unknown status
   EXPECT_FALSE(DecodeFrameHeader(bytes).ok());
 }
 

@@ -32,7 +32,9 @@ ABSL_FLAG(std::string, master_tls_ca_file, "",
           "PEM CA bundle: reach the master over TLS (else $YUEBING_MASTER_TLS_CA_FILE)");
 ABSL_FLAG(std::string, ssd_path, "", "directory of the disk tier (empty: no disk tier)");
 ABSL_FLAG(std::string, ssd_capacity, "10GB", "bytes the disk tier may use, e.g. 100GB");
-ABSL_FLAG(int, ssd_port, 0, "port of the disk read service (0: any free port)");
+ABSL_FLAG(int, ssd_port, 0,
+          "unused, accepted so existing scripts keep working: disk-tier objects are served by "
+          "the transfer engine's port");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("standalone yuebing store server: contributes memory to a cluster");

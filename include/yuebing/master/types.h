@@ -21,8 +21,9 @@ struct Segment {
 
 // Where one copy of an object lives: bytes [address, address+size) of transfer-engine segment
 // `segment_name`, valid while the segment's mount `epoch` is current. A disk replica instead has
-// `disk_endpoint` set ("host:port" of the owning store's disk service; segment_name, epoch and
-// address are then empty/0): the bytes are read from that store, not through the engine.
+// `disk_endpoint` set (the owning store's transfer engine segment name, "host:port";
+// segment_name, epoch and address are then empty/0): the bytes are read by key from that store's
+// engine (TransferEngine::ReadObject), not from a segment address.
 struct Replica {
   std::string segment_name;
   uint64_t epoch = 0;
@@ -50,7 +51,8 @@ struct SpillTask {
 };
 
 struct DiskSyncRequest {
-  std::string endpoint;  // where this store serves its files ("host:port"); must not be empty
+  // The store's transfer engine segment name ("host:port"), where readers ReadObject its files.
+  std::string endpoint;
   // Identity of the file directory (kept in it): a restarted store with the same directory
   // takes back the objects its previous incarnation reported.
   std::string tier_id;

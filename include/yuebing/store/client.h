@@ -57,7 +57,8 @@ struct ClientConfig {
   std::string master_tls_ca_file;
   // Disk tier (needs global_segment_size > 0): objects the master evicts from this client's
   // segment are spilled into files under ssd_path (at most ssd_capacity bytes) and served from
-  // there; ssd_port is the port of the disk read service (0: any free port). See docs/store.md.
+  // there, to readers through this client's transfer engine (ReadObject). ssd_port is accepted
+  // and ignored: there is no separate disk read service any more. See docs/store.md.
   std::string ssd_path;
   uint64_t ssd_capacity = 0;
   uint16_t ssd_port = 0;

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace yuebing::transport {
@@ -66,6 +68,23 @@ struct TransferEngineStats {
   // kFinalWaitMargin after their deadline (a transport fault; each one is also logged).
   uint64_t overdue_requests = 0;
 };
+
+// --- Whole objects by key (READ_OBJECT, docs/transfer_engine.md) ---
+
+// Serves objects by key to peers' ReadObject: returns the whole object's bytes. Errors the engine
+// tells the reader apart: kNotFound (no such key), kDataLoss (the stored copy failed its
+// verification and is not served); any other error reaches the reader as an internal error.
+// Called on the TCP server's connection threads, concurrently: must be thread-safe.
+using ObjectSource = std::function<absl::StatusOr<std::string>(absl::string_view key)>;
+
+// One piece of a ReadObject destination; the pieces are filled in order.
+struct ObjectBuffer {
+  void* data = nullptr;
+  uint64_t size = 0;
+};
+
+// Largest object ReadObject moves (one reply frame).
+inline constexpr uint64_t kMaxReadObjectBytes = 1ull << 30;
 
 // How long past a request's deadline the blocking waits below wait for it to become final.
 inline constexpr std::chrono::milliseconds kFinalWaitMargin{2000};
@@ -190,6 +209,36 @@ class TransferEngine {
   virtual absl::StatusOr<std::vector<TransferStatus>> WaitAndFreeBatch(BatchId batch) = 0;
 
   virtual TransferEngineStats Stats() const = 0;
+
+  // Makes `source` answer peers' ReadObject calls for this engine's segment (null: none; peers
+  // then get kUnimplemented). Replacing or clearing it returns only once no call of the previous
+  // source is running, so the owner of the previous source may go away afterwards.
+  virtual void SetObjectSource(ObjectSource source) = 0;
+
+  // Reads the whole object `key` from the object source of the engine named `segment_name`
+  // ("host:port"), straight from the socket into `dest` (no intermediate copy), over a connection
+  // authenticated like transfers (cluster secret) and greeted with HELLO. Needs no OpenSegment.
+  // Returns the object's size; the first that many bytes of `dest` hold it. Bounded: returns by
+  // `deadline` or request_timeout from now, whichever is earlier (connecting also by
+  // connect_timeout). Nothing is verified beyond what the source does: callers check checksums.
+  // Errors: kInvalidArgument (empty or over-long key, bad name, null piece), kNotFound (no such
+  // key there), kOutOfRange (the object is larger than `dest` or kMaxReadObjectBytes; nothing was
+  // written), kUnimplemented (the peer registered no object source), kDataLoss (the peer's copy
+  // failed its verification), kPermissionDenied (cluster secret missing or different),
+  // kFailedPrecondition (the engine at that address has another name), kDeadlineExceeded,
+  // kUnavailable (unreachable, connection lost), kInternal (protocol violation, or an error of
+  // the source).
+  virtual absl::StatusOr<uint64_t> ReadObject(const std::string& segment_name,
+                                              absl::string_view key,
+                                              absl::Span<const ObjectBuffer> dest,
+                                              std::chrono::steady_clock::time_point deadline) = 0;
+  // ReadObject into one buffer.
+  absl::StatusOr<uint64_t> ReadObject(const std::string& segment_name, absl::string_view key,
+                                      void* dest, uint64_t capacity,
+                                      std::chrono::steady_clock::time_point deadline) {
+    ObjectBuffer piece{dest, capacity};
+    return ReadObject(segment_name, key, absl::MakeConstSpan(&piece, 1), deadline);
+  }
 
   // Convenience: allocate a batch, submit, WaitAndFreeBatch (so bounded as it is); returns the
   // final statuses. Errors: only those of AllocateBatch/SubmitTransfer.

@@ -1,0 +1,151 @@
+#include "transport/object_reader.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "transport/socket_util.h"
+#include "transport/tcp_auth.h"
+#include "transport/tcp_peer.h"
+#include "transport/transfer_engine_impl.h"
+#include "transport/wire_format.h"
+#include "yuebing/common/check.h"
+#include "yuebing/common/host_port.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::transport {
+namespace {
+
+using SteadyPoint = std::chrono::steady_clock::time_point;
+
+std::chrono::milliseconds Left(SteadyPoint deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+// The error a non-OK READ_OBJECT reply stands for.
+absl::Status ReplyError(const FrameHeader& reply, absl::string_view key, const std::string& segment,
+                        uint64_t capacity) {
+  const std::string what =
+      absl::StrCat("object '", absl::CHexEscape(key.substr(0, 64)), "' at ", segment);
+  switch (reply.status) {
+    case WireStatus::kNotFound:
+      return absl::NotFoundError(absl::StrCat("no ", what));
+    case WireStatus::kTooSmall:
+      return absl::OutOfRangeError(absl::StrCat(what, " has ", reply.addr,
+                                                " bytes: more than the buffer (", capacity,
+                                                " bytes) or the limit of one read"));
+    case WireStatus::kNoObjectSource:
+      return absl::UnimplementedError(
+          absl::StrCat("segment ", segment, " serves no objects by key"));
+    case WireStatus::kCorrupt:
+      return absl::DataLossError(absl::StrCat(what, " failed its verification there"));
+    default:
+      return absl::InternalError(
+          absl::StrCat("reading ", what, ": ", WireStatusText(reply.status)));
+  }
+}
+
+// Receives `size` bytes into the pieces of `dest`, in order, by `deadline`.
+absl::Status RecvInto(int fd, absl::Span<const ObjectBuffer> dest, uint64_t size,
+                      SteadyPoint deadline) {
+  for (const ObjectBuffer& piece : dest) {
+    if (size == 0) break;
+    const uint64_t length = std::min(piece.size, size);
+    YB_RETURN_IF_ERROR(RecvAllUntil(fd, piece.data, length, deadline));
+    size -= length;
+  }
+  YB_CHECK(size == 0, "an object is received only when it fits the destination");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Exchange(int fd, const std::string& segment, absl::string_view key,
+                                  absl::Span<const ObjectBuffer> dest, uint64_t capacity,
+                                  const ObjectReadOptions& options, SteadyPoint deadline) {
+  if (!options.cluster_secret.empty()) {
+    YB_RETURN_IF_ERROR(AuthenticateToTarget(fd, options.cluster_secret, segment, deadline));
+  }
+  YB_RETURN_IF_ERROR(SendHello(fd, segment, /*epoch=*/0, deadline));
+  FrameHeader request;
+  request.type = FrameType::kReadObject;
+  request.request_id = 1;
+  request.addr = std::min(capacity, kMaxReadObjectBytes);
+  request.length = key.size();
+  uint8_t bytes[kFrameHeaderBytes];
+  EncodeFrameHeader(request, bytes);
+  iovec iov[2] = {{bytes, kFrameHeaderBytes}, {const_cast<char*>(key.data()), key.size()}};
+  YB_RETURN_IF_ERROR(SendAll(fd, iov, 2));
+  YB_RETURN_IF_ERROR(RecvAllUntil(fd, bytes, kFrameHeaderBytes, deadline));
+  absl::StatusOr<FrameHeader> reply = DecodeFrameHeader(bytes);
+  if (!reply.ok() || reply->type != FrameType::kReadObjectReply || reply->request_id != 1) {
+    return absl::InternalError(absl::StrCat("bad READ_OBJECT reply from ", segment));
+  }
+  if (reply->status != WireStatus::kOk) {
+    if (reply->length != 0) {
+      return absl::InternalError(absl::StrCat("READ_OBJECT refusal with a payload from ", segment));
+    }
+    return ReplyError(*reply, key, segment, capacity);
+  }
+  if (reply->length != reply->addr || reply->length > request.addr) {
+    return absl::InternalError(
+        absl::StrCat("READ_OBJECT reply from ", segment, " does not fit what was asked"));
+  }
+  YB_RETURN_IF_ERROR(RecvInto(fd, dest, reply->length, deadline));
+  return reply->length;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ReadObjectOverTcp(const std::string& segment_name, absl::string_view key,
+                                           absl::Span<const ObjectBuffer> dest,
+                                           const ObjectReadOptions& options, SteadyPoint deadline) {
+  if (key.empty() || key.size() > kMaxObjectKeyBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("object keys are 1..", kMaxObjectKeyBytes, " bytes, got ", key.size()));
+  }
+  uint64_t capacity = 0;
+  for (const ObjectBuffer& piece : dest) {
+    if (piece.data == nullptr && piece.size > 0) {
+      return absl::InvalidArgumentError("null destination piece");
+    }
+    capacity += piece.size;
+  }
+  absl::StatusOr<HostPort> address = ParseHostPort(segment_name);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "segment names are host:port, got '", segment_name, "': ", address.status().message()));
+  }
+  YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(address->host, address->port,
+                                         std::min(options.connect_timeout, Left(deadline))));
+  // Sends are small (header and key) but must not outlive the deadline either.
+  const std::chrono::milliseconds left = Left(deadline);
+  timeval tv{static_cast<time_t>(left.count() / 1000),
+             static_cast<suseconds_t>((left.count() % 1000) * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  absl::StatusOr<uint64_t> size =
+      Exchange(fd, segment_name, key, dest, capacity, options, deadline);
+  CloseFd(fd);
+  if (absl::IsUnavailable(size.status()) && std::chrono::steady_clock::now() >= deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("reading an object from ", segment_name, " passed its deadline"));
+  }
+  return size;
+}
+
+absl::StatusOr<uint64_t> TransferEngineImpl::ReadObject(const std::string& segment_name,
+                                                        absl::string_view key,
+                                                        absl::Span<const ObjectBuffer> dest,
+                                                        SteadyPoint deadline) {
+  ObjectReadOptions options;
+  options.cluster_secret = options_.cluster_secret;
+  options.connect_timeout = options_.connect_timeout;
+  return ReadObjectOverTcp(
+      segment_name, key, dest, options,
+      std::min(deadline, std::chrono::steady_clock::now() + options_.request_timeout));
+}
+
+}  // namespace yuebing::transport
