@@ -53,7 +53,7 @@ absl::StatusOr<std::string> TierIdOf(const std::string& dir) {
 
 }  // namespace
 
-DiskTier::DiskTier(const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+DiskTier::DiskTier(const DiskTierOptions& options, MasterApi* master, master::ClientId client_id,
                    uint64_t segment_base, uint64_t segment_size)
     : options_(options),
       master_(master),
@@ -62,7 +62,7 @@ DiskTier::DiskTier(const DiskTierOptions& options, MasterClient* master, master:
       segment_size_(segment_size) {}
 
 absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Start(const DiskTierOptions& options,
-                                                          MasterClient* master,
+                                                          MasterApi* master,
                                                           master::ClientId client_id,
                                                           uint64_t segment_base,
                                                           uint64_t segment_size) {
