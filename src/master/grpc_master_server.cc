@@ -4,15 +4,14 @@
 
 #include <algorithm>
 #include <exception>
-#include <limits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "master.grpc.pb.h"
+#include "master/request_rules.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/host_port.h"
-#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 
 namespace yuebing::master {
@@ -42,25 +41,9 @@ void ToRpc(const Replica& replica, rpc::ReplicaMsg* out) {
   if (!replica.disk_endpoint.empty()) out->set_disk_endpoint(replica.disk_endpoint);
 }
 
-absl::Status Invalid(absl::string_view message) {
-  return MakeError(ErrorCode::kInvalidParams, message);
-}
+absl::Status CheckBatch(int keys) { return CheckBatchSize(static_cast<size_t>(keys)); }
 
-absl::Status CheckBatch(int keys) {
-  if (static_cast<size_t>(keys) > limits::kMaxBatchKeys) {
-    return Invalid(
-        absl::StrCat("batch of ", keys, " keys is over the limit of ", limits::kMaxBatchKeys));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckClient(const std::string& client_id) {
-  if (client_id.empty()) return Invalid("empty client_id");
-  if (client_id.size() > limits::kMaxClientIdBytes) {
-    return Invalid(absl::StrCat("client_id longer than ", limits::kMaxClientIdBytes, " bytes"));
-  }
-  return absl::OkStatus();
-}
+absl::Status CheckClient(const std::string& client_id) { return CheckClientId(client_id); }
 
 std::vector<std::string> Keys(const google::protobuf::RepeatedPtrField<std::string>& keys) {
   return std::vector<std::string>(keys.begin(), keys.end());
@@ -108,11 +91,9 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     return Serve(context, RpcOp::kMountSegment, reply, [&]() -> Outcome {
       if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
       const rpc::SegmentMsg& msg = request->segment();
-      if (msg.size() > std::numeric_limits<uint64_t>::max() - msg.base()) {
-        return {Invalid("segment range wraps around the address space")};
-      }
-      auto epoch =
-          service_->MountSegment(request->client_id(), Segment{msg.name(), msg.base(), msg.size()});
+      const Segment segment{msg.name(), msg.base(), msg.size()};
+      if (auto status = CheckSegmentRange(segment); !status.ok()) return {status};
+      auto epoch = service_->MountSegment(request->client_id(), segment);
       if (!epoch.ok()) return {epoch.status()};
       reply->set_epoch(*epoch);
       return {};
@@ -143,9 +124,10 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     return Serve(context, RpcOp::kBatchPutStart, reply, [&]() -> Outcome {
       if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
       if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-      if (request->keys_size() != request->sizes_size()) {
-        return {Invalid(
-            absl::StrCat(request->keys_size(), " keys but ", request->sizes_size(), " sizes"))};
+      if (auto status = CheckPutSizes(static_cast<size_t>(request->keys_size()),
+                                      static_cast<size_t>(request->sizes_size()));
+          !status.ok()) {
+        return {status};
       }
       return PutStart(*request, reply);
     });
@@ -158,9 +140,10 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
       if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
       // No checksums at all means none recorded (0); otherwise one per key.
-      if (request->checksums_size() != 0 && request->checksums_size() != request->keys_size()) {
-        return {Invalid(absl::StrCat(request->keys_size(), " keys but ", request->checksums_size(),
-                                     " checksums"))};
+      if (auto status = CheckPutChecksums(static_cast<size_t>(request->keys_size()),
+                                          static_cast<size_t>(request->checksums_size()));
+          !status.ok()) {
+        return {status};
       }
       std::vector<uint64_t> checksums(request->checksums().begin(), request->checksums().end());
       checksums.resize(static_cast<size_t>(request->keys_size()), 0);
@@ -224,9 +207,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
                                           const rpc::RemoveByRegexRequest* request,
                                           rpc::RemoveCountReply* reply) override {
     return Serve(context, RpcOp::kRemoveByRegex, reply, [&]() -> Outcome {
-      if (request->pattern().empty() || request->pattern().size() > limits::kMaxRegexBytes) {
-        return {Invalid(absl::StrCat("regex must be 1..", limits::kMaxRegexBytes, " bytes"))};
-      }
+      if (auto status = CheckRegexSize(request->pattern()); !status.ok()) return {status};
       auto removed = service_->RemoveByRegex(request->pattern(), request->force());
       if (!removed.ok()) return {removed.status()};
       reply->set_removed(*removed);
@@ -311,17 +292,9 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   Outcome PutStart(const rpc::BatchPutStartRequest& request, rpc::BatchPutStartReply* reply) {
     const ReplicateConfig config = FromRpc(request.config());
     const std::vector<std::string> keys = Keys(request.keys());
-    std::vector<absl::StatusOr<std::vector<Replica>>> results;
-    if (request.upsert()) {
-      results.reserve(keys.size());
-      for (size_t i = 0; i < keys.size(); ++i) {
-        results.push_back(service_->UpsertStart(request.client_id(), keys[i],
-                                                request.sizes(static_cast<int>(i)), config));
-      }
-    } else {
-      const std::vector<uint64_t> sizes(request.sizes().begin(), request.sizes().end());
-      results = service_->BatchPutStart(request.client_id(), keys, sizes, config);
-    }
+    const std::vector<uint64_t> sizes(request.sizes().begin(), request.sizes().end());
+    const std::vector<absl::StatusOr<std::vector<Replica>>> results =
+        StartPuts(*service_, request.client_id(), keys, sizes, config, request.upsert());
     uint64_t errors = 0;
     for (const auto& result : results) {
       rpc::PutStartResult* out = reply->add_results();

@@ -1,38 +1,23 @@
-// Store client implementation: metadata through MasterClient, bytes through the transfer engine.
+// Store client facade: composes the transfer engine, the master connection (MasterApi), the
+// segment host (src/store/segment_host.*) and the object client (src/store/object_client.*).
 #include "yuebing/store/client.h"
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <random>
-#include <thread>
+#include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
+#include "store/client_internal.h"
 #include "store/client_security.h"
-#include "store/disk_tier.h"
-#include "store/fault_point.h"
 #include "store/master_client.h"
-#include "yuebing/common/checksum.h"
+#include "store/object_client.h"
+#include "store/segment_host.h"
 #include "yuebing/common/error_code.h"
-#include "yuebing/common/host_port.h"
-#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
-#include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 
 namespace yuebing::store {
 namespace {
-
-using master::ObjectLocation;
-using master::Replica;
-using transport::OpCode;
-using transport::SegmentHandle;
-using transport::TransferRequest;
-using transport::TransferState;
-using transport::TransferStatus;
 
 std::string RandomClientId() {
   std::random_device device;
@@ -40,99 +25,80 @@ std::string RandomClientId() {
                       absl::Hex(uint64_t{device()} << 32 | device(), absl::kZeroPad16));
 }
 
-std::string HostOf(const std::string& segment_name) {
-  absl::StatusOr<HostPort> parsed = ParseHostPort(segment_name, 0);
-  return parsed.ok() ? parsed->host : segment_name;
-}
-
-absl::Status ValidateKey(const std::string& key) {
-  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
-    return MakeError(ErrorCode::kInvalidParams,
-                     absl::StrCat("key must be 1..", limits::kMaxKeyBytes, " bytes"));
-  }
-  return absl::OkStatus();
-}
-
-// Calls `call` with the valid keys only (one master call for the batch) and scatters its per-key
-// results back in order; invalid keys get their validation error and no master call is made when
-// none is valid. `call` returns one Result per key it is given.
-template <typename Result, typename Call>
-std::vector<Result> ForValidKeys(const std::vector<std::string>& keys, Call call) {
-  std::vector<Result> out;
-  out.reserve(keys.size());
-  std::vector<size_t> valid;
-  std::vector<std::string> valid_keys;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    absl::Status status = ValidateKey(keys[i]);
-    out.emplace_back(status.ok() ? MakeError(ErrorCode::kInternalError, "no result") : status);
-    if (status.ok()) {
-      valid.push_back(i);
-      valid_keys.push_back(keys[i]);
-    }
-  }
-  if (valid_keys.empty()) return out;
-  std::vector<Result> results = call(valid_keys);
-  for (size_t j = 0; j < valid.size(); ++j) out[valid[j]] = std::move(results[j]);
-  return out;
-}
-
 class ClientImpl final : public Client {
  public:
   explicit ClientImpl(const ClientConfig& config) : config_(config), id_(RandomClientId()) {}
-  ~ClientImpl() override;
+  // Members go in reverse order: the segment host (disk tier, pings, unmount) first, the engine
+  // last.
+  ~ClientImpl() override = default;
 
-  absl::Status Init();
+  // Starts the engine, then connects: to `master` when given, else to a new gRPC MasterClient at
+  // config.master_server_address.
+  absl::Status Init(std::shared_ptr<MasterApi> master);
 
   absl::Status Put(const std::string& key, absl::string_view value,
                    const master::ReplicateConfig& config) override {
-    return BatchPutParts({key}, {{value}}, config, false)[0];
+    return objects_->BatchPutParts({key}, {{value}}, config, false)[0];
   }
   absl::Status PutParts(const std::string& key, absl::Span<const absl::string_view> parts,
                         const master::ReplicateConfig& config) override {
-    return BatchPutParts({key}, {std::vector<absl::string_view>(parts.begin(), parts.end())},
-                         config, false)[0];
+    return objects_->BatchPutParts(
+        {key}, {std::vector<absl::string_view>(parts.begin(), parts.end())}, config, false)[0];
   }
   absl::Status Upsert(const std::string& key, absl::string_view value,
                       const master::ReplicateConfig& config) override {
-    return BatchPutParts({key}, {{value}}, config, true)[0];
+    return objects_->BatchPutParts({key}, {{value}}, config, true)[0];
   }
   absl::StatusOr<std::string> Get(const std::string& key) override {
-    return std::move(BatchGet({key})[0]);
+    return std::move(objects_->BatchGet({key})[0]);
   }
   absl::StatusOr<uint64_t> GetInto(const std::string& key, void* buffer,
                                    uint64_t capacity) override {
-    return std::move(BatchGetInto({key}, {Buffer{buffer, capacity}})[0]);
+    return std::move(objects_->BatchGetInto({key}, {Buffer{buffer, capacity}})[0]);
   }
   absl::StatusOr<bool> IsExist(const std::string& key) override {
-    return std::move(BatchIsExist({key})[0]);
+    return std::move(objects_->BatchIsExist({key})[0]);
   }
   absl::StatusOr<uint64_t> GetSize(const std::string& key) override {
-    YB_RETURN_IF_ERROR(ValidateKey(key));
-    return master_->GetSize(key);
+    return objects_->GetSize(key);
   }
   absl::Status Remove(const std::string& key, bool force) override {
-    return BatchRemove({key}, force)[0];
+    return objects_->BatchRemove({key}, force)[0];
   }
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
-    return master_->RemoveByRegex(pattern, force);
+    return objects_->RemoveByRegex(pattern, force);
   }
-  absl::StatusOr<uint64_t> RemoveAll(bool force) override { return master_->RemoveAll(force); }
+  absl::StatusOr<uint64_t> RemoveAll(bool force) override { return objects_->RemoveAll(force); }
 
   std::vector<absl::Status> BatchPut(const std::vector<std::string>& keys,
                                      const std::vector<absl::string_view>& values,
-                                     const master::ReplicateConfig& config, bool upsert) override;
+                                     const master::ReplicateConfig& config, bool upsert) override {
+    return objects_->BatchPut(keys, values, config, upsert);
+  }
   std::vector<absl::Status> BatchPutParts(const std::vector<std::string>& keys,
                                           const std::vector<std::vector<absl::string_view>>& parts,
                                           const master::ReplicateConfig& config,
-                                          bool upsert) override;
-  std::vector<absl::StatusOr<std::string>> BatchGet(const std::vector<std::string>& keys) override;
+                                          bool upsert) override {
+    return objects_->BatchPutParts(keys, parts, config, upsert);
+  }
+  std::vector<absl::StatusOr<std::string>> BatchGet(const std::vector<std::string>& keys) override {
+    return objects_->BatchGet(keys);
+  }
   std::vector<absl::StatusOr<uint64_t>> BatchGetIntoParts(
       const std::vector<std::string>& keys,
-      const std::vector<std::vector<Buffer>>& buffers) override;
+      const std::vector<std::vector<Buffer>>& buffers) override {
+    return objects_->BatchGetIntoParts(keys, buffers);
+  }
   std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
-                                                     const std::vector<Buffer>& buffers) override;
-  std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) override;
-  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
+                                                     const std::vector<Buffer>& buffers) override {
+    return objects_->BatchGetInto(keys, buffers);
+  }
+  std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) override {
+    return objects_->BatchIsExist(keys);
+  }
+  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override {
+    return objects_->BatchRemove(keys, force);
+  }
 
   absl::Status RegisterBuffer(void* data, uint64_t size) override {
     return engine_->RegisterLocalMemory(data, size);
@@ -143,70 +109,21 @@ class ClientImpl final : public Client {
   absl::Status HealthCheck() override { return master_->Ping(id_).status(); }
   const std::string& SegmentName() const override { return engine_->LocalSegmentName(); }
   const master::ClientId& Id() const override { return id_; }
-  ClientStats Stats() const override;
+  ClientStats Stats() const override { return objects_->Stats(); }
   transport::TransferEngine& Engine() override { return *engine_; }
 
  private:
-  // Replica lists of `keys` and when they were asked for (a read lease counts from then).
-  struct Lookup {
-    std::vector<absl::StatusOr<ObjectLocation>> locations;
-    std::chrono::steady_clock::time_point asked_at;
-  };
-  Lookup LookUp(const std::vector<std::string>& keys);
-  // Reads each found object into its buffers, trying replicas in ReadOrder until one passes the
-  // transfer, the checksum and the lease check.
-  std::vector<absl::StatusOr<uint64_t>> ReadObjects(const std::vector<std::string>& keys,
-                                                    const std::vector<std::vector<Buffer>>& buffers,
-                                                    const Lookup& lookup);
-  // Runs the requests as one engine batch and waits until every one is final.
-  std::vector<TransferStatus> RunTransfers(const std::vector<TransferRequest>& requests);
-  // Replicas ordered for reading: this client's segment, then this host, then others (shuffled
-  // within each class to spread load).
-  std::vector<Replica> ReadOrder(std::vector<Replica> replicas);
-  absl::Status MountGlobalSegment();
-  // The engine handle for a replica's segment. Handles are bound to one incarnation of the peer;
-  // a replica with a newer mount epoch than seen before means the peer re-mounted (maybe after a
-  // restart), so the segment is reopened. Replicas older than the newest epoch seen are refused.
-  absl::StatusOr<SegmentHandle> HandleFor(const Replica& replica);
-  void PingLoop();
-  // Reads object i of a ReadObjects call from the disk replica `replica` into its buffers,
-  // verifying size and checksum. kObjectNotFound when the store no longer has it or the bytes
-  // fail the checksum, kTransferFail when the store cannot be reached in transfer_timeout.
-  absl::Status ReadFromDisk(const std::string& key, const Replica& replica,
-                            const ObjectLocation& location, const std::vector<Buffer>& buffers);
-
   const ClientConfig config_;
   const master::ClientId id_;
   std::unique_ptr<transport::TransferEngine> engine_;
-  std::unique_ptr<MasterClient> master_;
-  void* global_segment_ = nullptr;
-  std::string host_;
-
-  struct OpenedSegment {
-    uint64_t epoch = 0;
-    SegmentHandle handle = -1;
-  };
-  yuebing::Mutex segments_mu_;
-  absl::flat_hash_map<std::string, OpenedSegment> segments_ ABSL_GUARDED_BY(segments_mu_);
-
-  yuebing::Mutex ping_mu_;
-  bool stopping_ ABSL_GUARDED_BY(ping_mu_) = false;
-  // Set when a reply came from a new master term (a new HA leader): re-mount at once.
-  bool remount_pending_ ABSL_GUARDED_BY(ping_mu_) = false;
-  bool PingLoopShouldWake() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(ping_mu_) {
-    return stopping_ || remount_pending_;
-  }
-  std::thread ping_thread_;
-
-  std::unique_ptr<DiskTier> disk_tier_;
-
-  std::atomic<uint64_t> puts_{0}, gets_{0}, hits_{0}, misses_{0}, checksum_failures_{0},
-      lease_expired_{0}, failovers_{0}, disk_reads_{0};
+  std::shared_ptr<MasterApi> master_;
+  std::unique_ptr<ObjectClient> objects_;
+  std::unique_ptr<SegmentHost> host_;
 };
 
-absl::Status ClientImpl::Init() {
+absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
   InitLogging();
-  if (config_.master_server_address.empty()) {
+  if (master == nullptr && config_.master_server_address.empty()) {
     return MakeError(ErrorCode::kInvalidParams, "master_server_address is empty");
   }
   YB_ASSIGN_OR_RETURN(MasterRpcSecurity security, LoadClientSecurity(config_));
@@ -228,559 +145,30 @@ absl::Status ClientImpl::Init() {
                      absl::StrCat("transfer engine: ", engine.status().message()));
   }
   engine_ = std::move(engine).value();
-  host_ = HostOf(engine_->LocalSegmentName());
-  YB_ASSIGN_OR_RETURN(
-      master_, MasterClient::Create(config_.master_server_address, config_.rpc_timeout, security));
-  master_->SetNewTermCallback([this](uint64_t term) {
-    YB_LOG_INFO("master term {} is new; re-mounting", term);
-    yuebing::MutexLock lock(&ping_mu_);
-    remount_pending_ = true;
-  });
-  if (config_.global_segment_size > 0) {
-    auto memory = engine_->AllocateSharedMemory(config_.global_segment_size);
-    if (!memory.ok()) {
-      return MakeError(
-          ErrorCode::kInvalidParams,
-          absl::StrCat("cannot allocate the global segment of ", config_.global_segment_size,
-                       " bytes: ", memory.status().message()));
-    }
-    global_segment_ = *memory;
-    YB_RETURN_IF_ERROR(MountGlobalSegment());
-    if (!config_.ssd_path.empty()) {
-      DiskTierOptions disk;
-      disk.path = config_.ssd_path;
-      disk.capacity = config_.ssd_capacity;
-      YB_ASSIGN_OR_RETURN(disk_tier_, DiskTier::Start(disk, master_.get(), id_,
-                                                      reinterpret_cast<uint64_t>(global_segment_),
-                                                      config_.global_segment_size, engine_.get()));
-    }
-  } else if (!config_.ssd_path.empty()) {
-    return MakeError(ErrorCode::kInvalidParams, "ssd_path needs global_segment_size > 0");
+  if (master != nullptr) {
+    master_ = std::move(master);
   } else {
-    YB_RETURN_IF_ERROR(master_->Ping(id_).status());
+    YB_ASSIGN_OR_RETURN(master_, MasterClient::Create(config_.master_server_address,
+                                                      config_.rpc_timeout, security));
   }
-  ping_thread_ = std::thread(&ClientImpl::PingLoop, this);
+  objects_ = std::make_unique<ObjectClient>(config_, id_, engine_.get(), master_.get());
+  YB_ASSIGN_OR_RETURN(host_, SegmentHost::Start(config_, id_, engine_.get(), master_.get()));
   return absl::OkStatus();
-}
-
-ClientImpl::~ClientImpl() {
-  disk_tier_.reset();  // its sync loop uses master_
-  {
-    yuebing::MutexLock lock(&ping_mu_);
-    stopping_ = true;
-  }
-  if (ping_thread_.joinable()) ping_thread_.join();
-  if (global_segment_ != nullptr && master_ != nullptr) {
-    absl::Status status = master_->UnmountSegment(id_, engine_->LocalSegmentName());
-    if (!status.ok()) YB_LOG_WARN("unmounting {} failed: {}", SegmentName(), status.ToString());
-  }
-}
-
-absl::Status ClientImpl::MountGlobalSegment() {
-  master::Segment segment{engine_->LocalSegmentName(), reinterpret_cast<uint64_t>(global_segment_),
-                          config_.global_segment_size};
-  absl::StatusOr<uint64_t> epoch = master_->MountSegment(id_, segment);
-  if (epoch.ok()) {
-    YB_LOG_INFO("mounted segment {} ({} bytes) at epoch {}", segment.name, segment.size, *epoch);
-  }
-  return epoch.status();
-}
-
-void ClientImpl::PingLoop() {
-  yuebing::MutexLock lock(&ping_mu_);
-  while (!stopping_) {
-    ping_mu_.AwaitWithTimeout(yuebing::Condition(
-                                  +[](ClientImpl* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                    return self->PingLoopShouldWake();
-                                  },
-                                  this),
-                              absl::FromChrono(config_.ping_interval));
-    if (stopping_) break;
-    const bool remount = remount_pending_;
-    remount_pending_ = false;
-    ping_mu_.Unlock();
-    if (remount && global_segment_ != nullptr) {
-      // A new leader knows nothing of this client: mount before it is asked to (Ping below).
-      absl::Status status = MountGlobalSegment();
-      if (!status.ok())
-        YB_LOG_WARN("re-mount after a new master term failed: {}", status.ToString());
-    }
-    absl::StatusOr<master::ClientState> state = master_->Ping(id_);
-    if (!state.ok()) {
-      YB_LOG_WARN("ping to master {} failed: {}", master_->address(), state.status().ToString());
-    } else if (*state == master::ClientState::kNeedRemount && global_segment_ != nullptr) {
-      absl::Status status = MountGlobalSegment();
-      if (!status.ok()) YB_LOG_WARN("re-mount failed: {}", status.ToString());
-    }
-    ping_mu_.Lock();
-  }
-}
-
-absl::StatusOr<SegmentHandle> ClientImpl::HandleFor(const Replica& replica) {
-  SegmentHandle old_handle = -1;
-  {
-    yuebing::MutexLock lock(&segments_mu_);
-    auto it = segments_.find(replica.segment_name);
-    if (it != segments_.end() && it->second.handle >= 0) {
-      if (it->second.epoch == replica.epoch) return it->second.handle;
-      if (replica.epoch < it->second.epoch) {
-        return MakeError(ErrorCode::kInvalidReplica,
-                         absl::StrCat("replica on ", replica.segment_name, " has an old epoch"));
-      }
-      old_handle = it->second.handle;
-    }
-  }
-  // Opening is a handshake with the peer (up to the connect timeout when it does not answer):
-  // done without the lock, so a silent peer delays only the calls that need it.
-  if (old_handle >= 0) (void)engine_->CloseSegment(old_handle);
-  YB_ASSIGN_OR_RETURN(SegmentHandle handle, engine_->OpenSegment(replica.segment_name));
-  yuebing::MutexLock lock(&segments_mu_);
-  OpenedSegment& opened = segments_[replica.segment_name];
-  if (opened.handle < 0 || opened.handle == old_handle || opened.epoch <= replica.epoch) {
-    opened = OpenedSegment{replica.epoch, handle};
-  }
-  return handle;
-}
-
-std::vector<TransferStatus> ClientImpl::RunTransfers(const std::vector<TransferRequest>& requests) {
-  absl::StatusOr<std::vector<TransferStatus>> statuses = engine_->TransferSyncStatuses(requests);
-  if (statuses.ok()) return std::move(statuses).value();
-  std::vector<TransferStatus> failed(requests.size());
-  for (TransferStatus& s : failed) {
-    s.state = TransferState::kFailed;
-    s.reason = std::string(statuses.status().message());
-  }
-  return failed;
-}
-
-std::vector<Replica> ClientImpl::ReadOrder(std::vector<Replica> replicas) {
-  thread_local std::mt19937_64 random(std::random_device{}());
-  std::shuffle(replicas.begin(), replicas.end(), random);
-  auto rank = [this](const Replica& r) {
-    if (r.segment_name == engine_->LocalSegmentName()) return 0;
-    return HostOf(r.segment_name) == host_ ? 1 : 2;
-  };
-  std::stable_sort(replicas.begin(), replicas.end(),
-                   [&](const Replica& a, const Replica& b) { return rank(a) < rank(b); });
-  return replicas;
-}
-
-std::vector<absl::Status> ClientImpl::BatchPut(const std::vector<std::string>& keys,
-                                               const std::vector<absl::string_view>& values,
-                                               const master::ReplicateConfig& config, bool upsert) {
-  if (keys.size() != values.size()) {
-    return std::vector<absl::Status>(
-        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
-  }
-  std::vector<std::vector<absl::string_view>> parts;
-  parts.reserve(values.size());
-  for (absl::string_view value : values) parts.push_back({value});
-  return BatchPutParts(keys, parts, config, upsert);
-}
-
-std::vector<absl::Status> ClientImpl::BatchPutParts(
-    const std::vector<std::string>& keys, const std::vector<std::vector<absl::string_view>>& parts,
-    const master::ReplicateConfig& config, bool upsert) {
-  std::vector<absl::Status> results(keys.size());
-  if (keys.size() != parts.size()) {
-    std::fill(results.begin(), results.end(),
-              MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
-    return results;
-  }
-  if (config.replica_num == 0 || config.replica_num > limits::kMaxReplicas) {
-    std::fill(results.begin(), results.end(),
-              MakeError(ErrorCode::kInvalidParams,
-                        absl::StrCat("replica_num must be 1..", limits::kMaxReplicas)));
-    return results;
-  }
-  // Valid keys go to the master; the rest keep their error.
-  std::vector<size_t> index;
-  std::vector<std::string> start_keys;
-  std::vector<uint64_t> sizes, checksums;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    uint64_t size = 0;
-    for (absl::string_view part : parts[i]) size += part.size();
-    results[i] = ValidateKey(keys[i]);
-    if (results[i].ok() && size == 0) {
-      results[i] = MakeError(ErrorCode::kInvalidParams, "cannot store an empty value");
-    }
-    if (!results[i].ok()) continue;
-    index.push_back(i);
-    start_keys.push_back(keys[i]);
-    sizes.push_back(size);
-    checksums.push_back(config_.enable_checksum ? ObjectChecksum(parts[i]) : kNoChecksum);
-  }
-  puts_.fetch_add(index.size(), std::memory_order_relaxed);
-  if (index.empty()) return results;
-  auto starts = master_->BatchPutStart(id_, start_keys, sizes, config, upsert);
-  FaultPoint("put_after_start");
-  // One transfer batch writes every replica of every started object.
-  std::vector<TransferRequest> requests;
-  std::vector<size_t> owner;  // position in `index` of each request
-  std::vector<bool> started(index.size(), false);
-  absl::flat_hash_map<std::string, absl::Status> unreachable;  // segments that failed to open
-  for (size_t j = 0; j < index.size(); ++j) {
-    size_t i = index[j];
-    if (!starts[j].ok()) {
-      // Mooncake semantics: an existing object is kept and the put reports success.
-      results[i] = ToErrorCode(starts[j].status()) == ErrorCode::kObjectAlreadyExists
-                       ? absl::OkStatus()
-                       : starts[j].status();
-      continue;
-    }
-    started[j] = true;
-    for (const Replica& replica : *starts[j]) {
-      auto failed = unreachable.find(replica.segment_name);
-      absl::StatusOr<SegmentHandle> handle = failed != unreachable.end()
-                                                 ? absl::StatusOr<SegmentHandle>(failed->second)
-                                                 : HandleFor(replica);
-      if (!handle.ok()) {
-        if (ToErrorCode(handle.status()) != ErrorCode::kInvalidReplica) {
-          unreachable.emplace(replica.segment_name, handle.status());
-        }
-        results[i] = MakeError(
-            ErrorCode::kTransferFail,
-            absl::StrCat("segment ", replica.segment_name, ": ", handle.status().message()));
-        continue;
-      }
-      uint64_t offset = 0;
-      for (absl::string_view part : parts[i]) {
-        if (part.empty()) continue;
-        TransferRequest r;
-        r.opcode = OpCode::kWrite;
-        r.source = const_cast<char*>(part.data());
-        r.target_id = *handle;
-        r.target_offset = replica.address + offset;
-        r.length = part.size();
-        requests.push_back(r);
-        owner.push_back(j);
-        offset += part.size();
-      }
-    }
-  }
-  std::vector<TransferStatus> statuses = RunTransfers(requests);
-  FaultPoint("put_before_end");
-  for (size_t k = 0; k < requests.size(); ++k) {
-    size_t i = index[owner[k]];
-    if (statuses[k].state != TransferState::kCompleted && results[i].ok()) {
-      results[i] = MakeError(
-          ErrorCode::kTransferFail,
-          absl::StrCat("writing '", keys[i], "': ", transport::TransferStateName(statuses[k].state),
-                       " ", statuses[k].reason));
-    }
-  }
-  std::vector<std::string> end_keys, revoke_keys;
-  std::vector<uint64_t> end_checksums;
-  std::vector<size_t> end_index;
-  for (size_t j = 0; j < index.size(); ++j) {
-    if (!started[j]) continue;
-    if (results[index[j]].ok()) {
-      end_keys.push_back(start_keys[j]);
-      end_checksums.push_back(checksums[j]);
-      end_index.push_back(index[j]);
-    } else {
-      revoke_keys.push_back(start_keys[j]);
-    }
-  }
-  if (!end_keys.empty()) {
-    std::vector<absl::Status> ends = master_->BatchPutEnd(id_, end_keys, end_checksums);
-    for (size_t k = 0; k < ends.size(); ++k) results[end_index[k]] = ends[k];
-  }
-  if (!revoke_keys.empty()) {
-    for (const absl::Status& s : master_->BatchPutRevoke(id_, revoke_keys)) {
-      if (!s.ok()) YB_LOG_DEBUG("put revoke: {}", s.ToString());
-    }
-  }
-  return results;
-}
-
-ClientImpl::Lookup ClientImpl::LookUp(const std::vector<std::string>& keys) {
-  Lookup lookup;
-  lookup.asked_at = std::chrono::steady_clock::now();
-  lookup.locations = ForValidKeys<absl::StatusOr<ObjectLocation>>(
-      keys, [this](const std::vector<std::string>& valid) {
-        return master_->BatchGetReplicaList(valid);
-      });
-  return lookup;
-}
-
-std::vector<absl::StatusOr<uint64_t>> ClientImpl::ReadObjects(
-    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
-    const Lookup& lookup) {
-  const size_t n = keys.size();
-  gets_.fetch_add(n, std::memory_order_relaxed);
-  std::vector<absl::StatusOr<uint64_t>> results(n, uint64_t{0});
-  std::vector<std::vector<Replica>> candidates(n);
-  std::vector<size_t> next(n, 0);
-  std::vector<bool> checksum_failed(n, false);
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < n; ++i) {
-    const auto& location = lookup.locations[i];
-    if (!location.ok()) {
-      results[i] = location.status();
-      if (ToErrorCode(location.status()) == ErrorCode::kObjectNotFound) ++misses_;
-      continue;
-    }
-    uint64_t capacity = 0;
-    for (const Buffer& b : buffers[i]) capacity += b.data != nullptr ? b.size : 0;
-    if (capacity < location->size) {
-      results[i] = MakeError(ErrorCode::kInvalidParams,
-                             absl::StrCat("buffer of ", capacity, " bytes is too small for '",
-                                          keys[i], "' (", location->size, " bytes)"));
-      continue;
-    }
-    if (location->replicas.empty()) {
-      results[i] = MakeError(ErrorCode::kObjectNotFound, "object has no replica");
-      ++misses_;
-      continue;
-    }
-    if (!location->replicas.front().disk_endpoint.empty()) {
-      // Disk-only objects (the master lists one disk replica and nothing else).
-      absl::Status read = ReadFromDisk(keys[i], location->replicas.front(), *location, buffers[i]);
-      if (read.ok()) {
-        ++hits_;
-        ++disk_reads_;
-        results[i] = location->size;
-        continue;
-      }
-      if (ToErrorCode(read) == ErrorCode::kObjectNotFound) ++misses_;
-      results[i] = std::move(read);
-      continue;
-    }
-    candidates[i] = ReadOrder(location->replicas);
-    pending.push_back(i);
-  }
-  // Segments that could not be opened during this call are not tried again in it: a peer that
-  // does not answer costs one handshake timeout per call, not one per key.
-  absl::flat_hash_set<std::string> unreachable;
-  // Each round reads every pending object from its next replica.
-  while (!pending.empty()) {
-    std::vector<TransferRequest> requests;
-    std::vector<size_t> owner;
-    std::vector<bool> open_failed(n, false);
-    for (size_t i : pending) {
-      const Replica& replica = candidates[i][next[i]];
-      absl::StatusOr<SegmentHandle> handle =
-          unreachable.contains(replica.segment_name)
-              ? MakeError(ErrorCode::kTransferFail, "segment unreachable in this call")
-              : HandleFor(replica);
-      if (!handle.ok()) {
-        if (ToErrorCode(handle.status()) != ErrorCode::kInvalidReplica) {
-          unreachable.insert(replica.segment_name);
-        }
-        open_failed[i] = true;
-        continue;
-      }
-      uint64_t size = lookup.locations[i]->size, offset = 0;
-      for (const Buffer& b : buffers[i]) {
-        uint64_t length = std::min(b.size, size - offset);
-        if (length == 0) break;
-        TransferRequest r;
-        r.opcode = OpCode::kRead;
-        r.source = b.data;
-        r.target_id = *handle;
-        r.target_offset = replica.address + offset;
-        r.length = length;
-        requests.push_back(r);
-        owner.push_back(i);
-        offset += length;
-      }
-    }
-    std::vector<TransferStatus> statuses = RunTransfers(requests);
-    std::vector<bool> failed = open_failed;
-    std::vector<std::string> reasons(n);
-    for (size_t k = 0; k < requests.size(); ++k) {
-      if (statuses[k].state != TransferState::kCompleted) {
-        failed[owner[k]] = true;
-        reasons[owner[k]] = statuses[k].reason;
-      }
-    }
-    std::vector<size_t> still_pending;
-    for (size_t i : pending) {
-      const ObjectLocation& location = *lookup.locations[i];
-      bool ok = !failed[i];
-      if (ok && config_.enable_checksum && location.checksum != kNoChecksum) {
-        std::vector<absl::string_view> pieces;
-        uint64_t left = location.size;
-        for (const Buffer& b : buffers[i]) {
-          uint64_t length = std::min(b.size, left);
-          if (length == 0) break;
-          pieces.emplace_back(static_cast<const char*>(b.data), length);
-          left -= length;
-        }
-        if (!ChecksumMatches(location.checksum, pieces)) {
-          ok = false;
-          checksum_failed[i] = true;
-          ++checksum_failures_;
-          YB_LOG_WARN("checksum mismatch reading '{}' from {}", keys[i],
-                      candidates[i][next[i]].segment_name);
-        }
-      }
-      if (ok) {
-        if (std::chrono::steady_clock::now() > lookup.asked_at + location.lease_ttl) {
-          ++lease_expired_;
-          results[i] = MakeError(ErrorCode::kLeaseExpired,
-                                 absl::StrCat("read of '", keys[i], "' outlived its lease"));
-        } else {
-          ++hits_;
-          results[i] = location.size;
-        }
-        continue;
-      }
-      if (++next[i] < candidates[i].size()) {
-        ++failovers_;
-        still_pending.push_back(i);
-        continue;
-      }
-      if (checksum_failed[i]) {
-        ++misses_;
-        results[i] = MakeError(ErrorCode::kObjectNotFound,
-                               absl::StrCat("no replica of '", keys[i], "' passed its checksum"));
-      } else {
-        results[i] = MakeError(ErrorCode::kTransferFail,
-                               absl::StrCat("reading '", keys[i], "' failed on every replica: ",
-                                            open_failed[i] ? "segment unreachable" : reasons[i]));
-      }
-    }
-    pending.swap(still_pending);
-  }
-  return results;
-}
-
-absl::Status ClientImpl::ReadFromDisk(const std::string& key, const Replica& replica,
-                                      const ObjectLocation& location,
-                                      const std::vector<Buffer>& buffers) {
-  // The owning store's engine serves the file by key (its object source) straight into the
-  // caller's buffers, over the same authenticated TCP server as transfers.
-  std::vector<transport::ObjectBuffer> dest;
-  for (const Buffer& b : buffers) {
-    if (b.data != nullptr && b.size > 0) dest.push_back(transport::ObjectBuffer{b.data, b.size});
-  }
-  absl::StatusOr<uint64_t> read =
-      engine_->ReadObject(replica.disk_endpoint, key, dest,
-                          std::chrono::steady_clock::now() + config_.transfer_timeout);
-  if (absl::IsNotFound(read.status())) {
-    return MakeError(ErrorCode::kObjectNotFound,
-                     absl::StrCat("'", key, "' is gone from ", replica.disk_endpoint));
-  }
-  if (absl::IsDataLoss(read.status())) {  // the store found its file broken and dropped it
-    return MakeError(ErrorCode::kObjectNotFound,
-                     absl::StrCat("'", key, "' is gone from ", replica.disk_endpoint, ": ",
-                                  read.status().message()));
-  }
-  if (absl::IsOutOfRange(read.status()) || (read.ok() && *read != location.size)) {
-    ++checksum_failures_;  // the store's copy is larger than the buffer, or not the recorded size
-    return MakeError(ErrorCode::kObjectNotFound,
-                     absl::StrCat("disk copy of '", key, "' has the wrong size"));
-  }
-  if (!read.ok()) {
-    return MakeError(ErrorCode::kTransferFail,
-                     absl::StrCat("disk read of '", key, "' from ", replica.disk_endpoint, ": ",
-                                  read.status().message()));
-  }
-  std::vector<absl::string_view> pieces;
-  uint64_t left = *read;
-  for (const transport::ObjectBuffer& piece : dest) {
-    const uint64_t length = std::min(piece.size, left);
-    if (length == 0) break;
-    pieces.emplace_back(static_cast<const char*>(piece.data), length);
-    left -= length;
-  }
-  if (config_.enable_checksum && !ChecksumMatches(location.checksum, pieces)) {
-    ++checksum_failures_;
-    YB_LOG_WARN("checksum mismatch reading '{}' from disk on {}", key, replica.disk_endpoint);
-    return MakeError(ErrorCode::kObjectNotFound,
-                     absl::StrCat("disk copy of '", key, "' failed its checksum"));
-  }
-  return absl::OkStatus();
-}
-
-std::vector<absl::StatusOr<std::string>> ClientImpl::BatchGet(
-    const std::vector<std::string>& keys) {
-  Lookup lookup = LookUp(keys);
-  std::vector<std::string> values(keys.size());
-  std::vector<std::vector<Buffer>> buffers(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (lookup.locations[i].ok()) {
-      values[i].resize(lookup.locations[i]->size);
-      buffers[i].push_back(Buffer{values[i].data(), values[i].size()});
-    }
-  }
-  std::vector<absl::StatusOr<uint64_t>> read = ReadObjects(keys, buffers, lookup);
-  std::vector<absl::StatusOr<std::string>> out;
-  out.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (read[i].ok()) {
-      out.emplace_back(std::move(values[i]));
-    } else {
-      out.emplace_back(read[i].status());
-    }
-  }
-  return out;
-}
-
-std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetIntoParts(
-    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers) {
-  if (keys.size() != buffers.size()) {
-    return std::vector<absl::StatusOr<uint64_t>>(
-        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));
-  }
-  return ReadObjects(keys, buffers, LookUp(keys));
-}
-
-std::vector<absl::StatusOr<uint64_t>> ClientImpl::BatchGetInto(const std::vector<std::string>& keys,
-                                                               const std::vector<Buffer>& buffers) {
-  if (keys.size() != buffers.size()) {
-    return std::vector<absl::StatusOr<uint64_t>>(
-        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));
-  }
-  std::vector<std::vector<Buffer>> parts;
-  parts.reserve(buffers.size());
-  for (const Buffer& b : buffers) parts.push_back({b});
-  return ReadObjects(keys, parts, LookUp(keys));
-}
-
-std::vector<absl::StatusOr<bool>> ClientImpl::BatchIsExist(const std::vector<std::string>& keys) {
-  return ForValidKeys<absl::StatusOr<bool>>(keys, [this](const std::vector<std::string>& valid) {
-    absl::StatusOr<std::vector<bool>> exists = master_->BatchExist(valid);
-    std::vector<absl::StatusOr<bool>> out;
-    out.reserve(valid.size());
-    for (size_t j = 0; j < valid.size(); ++j) {
-      if (exists.ok()) {
-        out.emplace_back(static_cast<bool>((*exists)[j]));
-      } else {
-        out.emplace_back(exists.status());
-      }
-    }
-    return out;
-  });
-}
-
-std::vector<absl::Status> ClientImpl::BatchRemove(const std::vector<std::string>& keys,
-                                                  bool force) {
-  return ForValidKeys<absl::Status>(keys, [this, force](const std::vector<std::string>& valid) {
-    return master_->BatchRemove(valid, force);
-  });
-}
-
-ClientStats ClientImpl::Stats() const {
-  ClientStats stats;
-  stats.puts = puts_.load();
-  stats.gets = gets_.load();
-  stats.hits = hits_.load();
-  stats.misses = misses_.load();
-  stats.checksum_failures = checksum_failures_.load();
-  stats.lease_expired = lease_expired_.load();
-  stats.replica_failovers = failovers_.load();
-  stats.disk_reads = disk_reads_.load();
-  return stats;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientConfig& config) {
   auto client = std::make_unique<ClientImpl>(config);
-  YB_RETURN_IF_ERROR(client->Init());
+  YB_RETURN_IF_ERROR(client->Init(nullptr));
+  return std::unique_ptr<Client>(std::move(client));
+}
+
+absl::StatusOr<std::unique_ptr<Client>> CreateClientWithMaster(const ClientConfig& config,
+                                                               std::shared_ptr<MasterApi> master) {
+  if (master == nullptr) return MakeError(ErrorCode::kInvalidParams, "no MasterApi given");
+  auto client = std::make_unique<ClientImpl>(config);
+  YB_RETURN_IF_ERROR(client->Init(std::move(master)));
   return std::unique_ptr<Client>(std::move(client));
 }
 

@@ -50,7 +50,7 @@ absl::StatusOr<std::string> TierIdOf(const std::string& dir) {
 
 }  // namespace
 
-DiskTier::DiskTier(const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+DiskTier::DiskTier(const DiskTierOptions& options, MasterApi* master, master::ClientId client_id,
                    uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine)
     : options_(options),
       master_(master),
@@ -60,7 +60,7 @@ DiskTier::DiskTier(const DiskTierOptions& options, MasterClient* master, master:
       engine_(engine) {}
 
 absl::StatusOr<std::unique_ptr<DiskTier>> DiskTier::Start(
-    const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+    const DiskTierOptions& options, MasterApi* master, master::ClientId client_id,
     uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine) {
   if (master == nullptr || engine == nullptr || segment_base == 0 || segment_size == 0) {
     return MakeError(ErrorCode::kInvalidParams,

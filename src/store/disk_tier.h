@@ -1,7 +1,7 @@
 // DiskTier: the disk tier of a store server (a Client with a global segment and ssd_path).
 //
 // It owns a FileStore and two activities:
-//   - a sync loop (one thread) calling MasterClient::SyncDiskTier every sync_interval (at once
+//   - a sync loop (one thread) calling MasterApi::SyncDiskTier every sync_interval (at once
 //     again while there is work): it first announces every recovered file (full sync), then
 //     reports spills, lost files and takes spill tasks and drops. A spill task is done by
 //     copying [address, address+size) of this client's own segment (checked to lie inside it)
@@ -27,7 +27,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "store/file_store.h"
-#include "store/master_client.h"
+#include "store/master_api.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/transport/transfer_engine.h"
 
@@ -52,7 +52,7 @@ class DiskTier {
   // sync loop. `segment_base`/`segment_size` delimit this client's own segment; `master` and
   // `engine` must outlive the tier. Errors: kInvalidParams (bad options), kWriteFail (directory).
   static absl::StatusOr<std::unique_ptr<DiskTier>> Start(
-      const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+      const DiskTierOptions& options, MasterApi* master, master::ClientId client_id,
       uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine);
   ~DiskTier();  // unregisters the object source (waiting for reads in progress), stops the loop
   DiskTier(const DiskTier&) = delete;
@@ -62,7 +62,7 @@ class DiskTier {
   DiskTierStats Stats() const;
 
  private:
-  DiskTier(const DiskTierOptions& options, MasterClient* master, master::ClientId client_id,
+  DiskTier(const DiskTierOptions& options, MasterApi* master, master::ClientId client_id,
            uint64_t segment_base, uint64_t segment_size, transport::TransferEngine* engine);
   // The object source: the verified value of `key` (see the file comment).
   absl::StatusOr<std::string> ServeObject(absl::string_view key);
@@ -72,7 +72,7 @@ class DiskTier {
   void Spill(const master::SpillTask& task);
 
   const DiskTierOptions options_;
-  MasterClient* const master_;
+  MasterApi* const master_;
   const master::ClientId client_id_;
   const uint64_t segment_base_;
   const uint64_t segment_size_;

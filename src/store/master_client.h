@@ -10,6 +10,7 @@
 // not-leader answer is retried once against the re-read leader within the same deadline. A call
 // never outlives its deadline, including the etcd lookup.
 //
+// Implements MasterApi (src/store/master_api.h) and follows its contract.
 // Thread safety: all methods are thread-safe.
 // Errors: kRpcFail (-900) when the master cannot be reached in time or refuses the call; otherwise
 // the master's code (see master_service.h).
@@ -25,11 +26,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rpc/master_rpc_security.h"
+#include "store/master_api.h"
 #include "yuebing/master/types.h"
 
 namespace yuebing::store {
 
-class MasterClient {
+class MasterClient final : public MasterApi {
  public:
   // Creates the channel (connection happens lazily). `security`: cluster secret sent as a per-call
   // credential, and a CA bundle for TLS (empty: off). Errors: kInvalidParams for an empty address
@@ -37,40 +39,39 @@ class MasterClient {
   static absl::StatusOr<std::unique_ptr<MasterClient>> Create(
       const std::string& address, std::chrono::milliseconds timeout,
       const MasterRpcSecurity& security = {});
-  ~MasterClient();
+  ~MasterClient() override;
 
   absl::StatusOr<uint64_t> MountSegment(const master::ClientId& client,
-                                        const master::Segment& segment);
-  absl::Status UnmountSegment(const master::ClientId& client, const std::string& name);
-  absl::StatusOr<master::ClientState> Ping(const master::ClientId& client);
+                                        const master::Segment& segment) override;
+  absl::Status UnmountSegment(const master::ClientId& client, const std::string& name) override;
+  absl::StatusOr<master::ClientState> Ping(const master::ClientId& client) override;
 
   std::vector<absl::StatusOr<std::vector<master::Replica>>> BatchPutStart(
       const master::ClientId& client, const std::vector<std::string>& keys,
-      const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert);
+      const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config,
+      bool upsert) override;
   std::vector<absl::Status> BatchPutEnd(const master::ClientId& client,
                                         const std::vector<std::string>& keys,
-                                        const std::vector<uint64_t>& checksums);
+                                        const std::vector<uint64_t>& checksums) override;
   std::vector<absl::Status> BatchPutRevoke(const master::ClientId& client,
-                                           const std::vector<std::string>& keys);
+                                           const std::vector<std::string>& keys) override;
   std::vector<absl::StatusOr<master::ObjectLocation>> BatchGetReplicaList(
-      const std::vector<std::string>& keys);
-  // Per key: true/false, or the error of the whole call.
-  absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys);
-  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force);
-  absl::StatusOr<uint64_t> GetSize(const std::string& key);
-  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
-  absl::StatusOr<uint64_t> RemoveAll(bool force);
-  // Disk tier exchange (see MasterService::SyncDiskTier).
-  absl::StatusOr<master::DiskSyncReply> SyncDiskTier(const master::ClientId& client,
-                                                     const master::DiskSyncRequest& request);
+      const std::vector<std::string>& keys) override;
+  absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) override;
+  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
+  absl::StatusOr<uint64_t> GetSize(const std::string& key) override;
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override;
+  absl::StatusOr<uint64_t> RemoveAll(bool force) override;
+  absl::StatusOr<master::DiskSyncReply> SyncDiskTier(
+      const master::ClientId& client, const master::DiskSyncRequest& request) override;
 
-  const std::string& address() const { return address_; }
-  uint64_t term() const { return max_term_.load(); }
+  const std::string& address() const override { return address_; }
+  uint64_t term() const override { return max_term_.load(); }
 
   // Called (on the calling thread of whichever RPC saw it) when a reply carries a term higher
   // than a non-zero term seen before: a new leader that knows nothing of this client. Set it
   // before the first call; it must not block.
-  void SetNewTermCallback(std::function<void(uint64_t term)> callback) {
+  void SetNewTermCallback(std::function<void(uint64_t term)> callback) override {
     on_new_term_ = std::move(callback);
   }
 

@@ -1,0 +1,543 @@
+// The object client: see object_client.h.
+#include "store/object_client.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "store/fault_point.h"
+#include "yuebing/common/checksum.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/host_port.h"
+#include "yuebing/common/limits.h"
+#include "yuebing/common/logging.h"
+#include "yuebing/common/status.h"
+
+namespace yuebing::store {
+namespace {
+
+using master::ObjectLocation;
+using master::Replica;
+using transport::OpCode;
+using transport::SegmentHandle;
+using transport::TransferRequest;
+using transport::TransferState;
+using transport::TransferStatus;
+
+std::string HostOf(const std::string& segment_name) {
+  absl::StatusOr<HostPort> parsed = ParseHostPort(segment_name, 0);
+  return parsed.ok() ? parsed->host : segment_name;
+}
+
+absl::Status ValidateKey(const std::string& key) {
+  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     absl::StrCat("key must be 1..", limits::kMaxKeyBytes, " bytes"));
+  }
+  return absl::OkStatus();
+}
+
+// Calls `call` with the valid keys only (one master call for the batch) and scatters its per-key
+// results back in order; invalid keys get their validation error and no master call is made when
+// none is valid. `call` returns one Result per key it is given.
+template <typename Result, typename Call>
+std::vector<Result> ForValidKeys(const std::vector<std::string>& keys, Call call) {
+  std::vector<Result> out;
+  out.reserve(keys.size());
+  std::vector<size_t> valid;
+  std::vector<std::string> valid_keys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::Status status = ValidateKey(keys[i]);
+    out.emplace_back(status.ok() ? MakeError(ErrorCode::kInternalError, "no result") : status);
+    if (status.ok()) {
+      valid.push_back(i);
+      valid_keys.push_back(keys[i]);
+    }
+  }
+  if (valid_keys.empty()) return out;
+  std::vector<Result> results = call(valid_keys);
+  for (size_t j = 0; j < valid.size(); ++j) out[valid[j]] = std::move(results[j]);
+  return out;
+}
+
+}  // namespace
+
+ObjectClient::ObjectClient(const ClientConfig& config, master::ClientId id,
+                           transport::TransferEngine* engine, MasterApi* master)
+    : config_(config),
+      id_(std::move(id)),
+      engine_(engine),
+      master_(master),
+      host_(HostOf(engine->LocalSegmentName())) {}
+
+absl::StatusOr<uint64_t> ObjectClient::GetSize(const std::string& key) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  return master_->GetSize(key);
+}
+
+absl::StatusOr<SegmentHandle> ObjectClient::HandleFor(const Replica& replica) {
+  SegmentHandle old_handle = -1;
+  {
+    yuebing::MutexLock lock(&segments_mu_);
+    auto it = segments_.find(replica.segment_name);
+    if (it != segments_.end() && it->second.handle >= 0) {
+      if (it->second.epoch == replica.epoch) return it->second.handle;
+      if (replica.epoch < it->second.epoch) {
+        return MakeError(ErrorCode::kInvalidReplica,
+                         absl::StrCat("replica on ", replica.segment_name, " has an old epoch"));
+      }
+      old_handle = it->second.handle;
+    }
+  }
+  // Opening is a handshake with the peer (up to the connect timeout when it does not answer):
+  // done without the lock, so a silent peer delays only the calls that need it.
+  if (old_handle >= 0) (void)engine_->CloseSegment(old_handle);
+  YB_ASSIGN_OR_RETURN(SegmentHandle handle, engine_->OpenSegment(replica.segment_name));
+  yuebing::MutexLock lock(&segments_mu_);
+  OpenedSegment& opened = segments_[replica.segment_name];
+  if (opened.handle < 0 || opened.handle == old_handle || opened.epoch <= replica.epoch) {
+    opened = OpenedSegment{replica.epoch, handle};
+  }
+  return handle;
+}
+
+std::vector<TransferStatus> ObjectClient::RunTransfers(
+    const std::vector<TransferRequest>& requests) {
+  absl::StatusOr<std::vector<TransferStatus>> statuses = engine_->TransferSyncStatuses(requests);
+  if (statuses.ok()) return std::move(statuses).value();
+  std::vector<TransferStatus> failed(requests.size());
+  for (TransferStatus& s : failed) {
+    s.state = TransferState::kFailed;
+    s.reason = std::string(statuses.status().message());
+  }
+  return failed;
+}
+
+std::vector<Replica> ObjectClient::ReadOrder(std::vector<Replica> replicas) {
+  thread_local std::mt19937_64 random(std::random_device{}());
+  std::shuffle(replicas.begin(), replicas.end(), random);
+  auto rank = [this](const Replica& r) {
+    if (r.segment_name == engine_->LocalSegmentName()) return 0;
+    return HostOf(r.segment_name) == host_ ? 1 : 2;
+  };
+  std::stable_sort(replicas.begin(), replicas.end(),
+                   [&](const Replica& a, const Replica& b) { return rank(a) < rank(b); });
+  return replicas;
+}
+
+std::vector<absl::Status> ObjectClient::BatchPut(const std::vector<std::string>& keys,
+                                                 const std::vector<absl::string_view>& values,
+                                                 const master::ReplicateConfig& config,
+                                                 bool upsert) {
+  if (keys.size() != values.size()) {
+    return std::vector<absl::Status>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
+  }
+  std::vector<std::vector<absl::string_view>> parts;
+  parts.reserve(values.size());
+  for (absl::string_view value : values) parts.push_back({value});
+  return BatchPutParts(keys, parts, config, upsert);
+}
+
+std::vector<absl::Status> ObjectClient::BatchPutParts(
+    const std::vector<std::string>& keys, const std::vector<std::vector<absl::string_view>>& parts,
+    const master::ReplicateConfig& config, bool upsert) {
+  std::vector<absl::Status> results(keys.size());
+  if (keys.size() != parts.size()) {
+    std::fill(results.begin(), results.end(),
+              MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
+    return results;
+  }
+  if (config.replica_num == 0 || config.replica_num > limits::kMaxReplicas) {
+    std::fill(results.begin(), results.end(),
+              MakeError(ErrorCode::kInvalidParams,
+                        absl::StrCat("replica_num must be 1..", limits::kMaxReplicas)));
+    return results;
+  }
+  // Valid keys go to the master; the rest keep their error.
+  std::vector<size_t> index;
+  std::vector<std::string> start_keys;
+  std::vector<uint64_t> sizes, checksums;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    uint64_t size = 0;
+    for (absl::string_view part : parts[i]) size += part.size();
+    results[i] = ValidateKey(keys[i]);
+    if (results[i].ok() && size == 0) {
+      results[i] = MakeError(ErrorCode::kInvalidParams, "cannot store an empty value");
+    }
+    if (!results[i].ok()) continue;
+    index.push_back(i);
+    start_keys.push_back(keys[i]);
+    sizes.push_back(size);
+    checksums.push_back(config_.enable_checksum ? ObjectChecksum(parts[i]) : kNoChecksum);
+  }
+  puts_.fetch_add(index.size(), std::memory_order_relaxed);
+  if (index.empty()) return results;
+  auto starts = master_->BatchPutStart(id_, start_keys, sizes, config, upsert);
+  FaultPoint("put_after_start");
+  // One transfer batch writes every replica of every started object.
+  std::vector<TransferRequest> requests;
+  std::vector<size_t> owner;  // position in `index` of each request
+  std::vector<bool> started(index.size(), false);
+  absl::flat_hash_map<std::string, absl::Status> unreachable;  // segments that failed to open
+  for (size_t j = 0; j < index.size(); ++j) {
+    size_t i = index[j];
+    if (!starts[j].ok()) {
+      // Mooncake semantics: an existing object is kept and the put reports success.
+      results[i] = ToErrorCode(starts[j].status()) == ErrorCode::kObjectAlreadyExists
+                       ? absl::OkStatus()
+                       : starts[j].status();
+      continue;
+    }
+    started[j] = true;
+    for (const Replica& replica : *starts[j]) {
+      auto failed = unreachable.find(replica.segment_name);
+      absl::StatusOr<SegmentHandle> handle = failed != unreachable.end()
+                                                 ? absl::StatusOr<SegmentHandle>(failed->second)
+                                                 : HandleFor(replica);
+      if (!handle.ok()) {
+        if (ToErrorCode(handle.status()) != ErrorCode::kInvalidReplica) {
+          unreachable.emplace(replica.segment_name, handle.status());
+        }
+        results[i] = MakeError(
+            ErrorCode::kTransferFail,
+            absl::StrCat("segment ", replica.segment_name, ": ", handle.status().message()));
+        continue;
+      }
+      uint64_t offset = 0;
+      for (absl::string_view part : parts[i]) {
+        if (part.empty()) continue;
+        TransferRequest r;
+        r.opcode = OpCode::kWrite;
+        r.source = const_cast<char*>(part.data());
+        r.target_id = *handle;
+        r.target_offset = replica.address + offset;
+        r.length = part.size();
+        requests.push_back(r);
+        owner.push_back(j);
+        offset += part.size();
+      }
+    }
+  }
+  std::vector<TransferStatus> statuses = RunTransfers(requests);
+  FaultPoint("put_before_end");
+  for (size_t k = 0; k < requests.size(); ++k) {
+    size_t i = index[owner[k]];
+    if (statuses[k].state != TransferState::kCompleted && results[i].ok()) {
+      results[i] = MakeError(
+          ErrorCode::kTransferFail,
+          absl::StrCat("writing '", keys[i], "': ", transport::TransferStateName(statuses[k].state),
+                       " ", statuses[k].reason));
+    }
+  }
+  std::vector<std::string> end_keys, revoke_keys;
+  std::vector<uint64_t> end_checksums;
+  std::vector<size_t> end_index;
+  for (size_t j = 0; j < index.size(); ++j) {
+    if (!started[j]) continue;
+    if (results[index[j]].ok()) {
+      end_keys.push_back(start_keys[j]);
+      end_checksums.push_back(checksums[j]);
+      end_index.push_back(index[j]);
+    } else {
+      revoke_keys.push_back(start_keys[j]);
+    }
+  }
+  if (!end_keys.empty()) {
+    std::vector<absl::Status> ends = master_->BatchPutEnd(id_, end_keys, end_checksums);
+    for (size_t k = 0; k < ends.size(); ++k) results[end_index[k]] = ends[k];
+  }
+  if (!revoke_keys.empty()) {
+    for (const absl::Status& s : master_->BatchPutRevoke(id_, revoke_keys)) {
+      if (!s.ok()) YB_LOG_DEBUG("put revoke: {}", s.ToString());
+    }
+  }
+  return results;
+}
+
+ObjectClient::Lookup ObjectClient::LookUp(const std::vector<std::string>& keys) {
+  Lookup lookup;
+  lookup.asked_at = std::chrono::steady_clock::now();
+  lookup.locations = ForValidKeys<absl::StatusOr<ObjectLocation>>(
+      keys, [this](const std::vector<std::string>& valid) {
+        return master_->BatchGetReplicaList(valid);
+      });
+  return lookup;
+}
+
+std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
+    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
+    const Lookup& lookup) {
+  const size_t n = keys.size();
+  gets_.fetch_add(n, std::memory_order_relaxed);
+  std::vector<absl::StatusOr<uint64_t>> results(n, uint64_t{0});
+  std::vector<std::vector<Replica>> candidates(n);
+  std::vector<size_t> next(n, 0);
+  std::vector<bool> checksum_failed(n, false);
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& location = lookup.locations[i];
+    if (!location.ok()) {
+      results[i] = location.status();
+      if (ToErrorCode(location.status()) == ErrorCode::kObjectNotFound) ++misses_;
+      continue;
+    }
+    uint64_t capacity = 0;
+    for (const Buffer& b : buffers[i]) capacity += b.data != nullptr ? b.size : 0;
+    if (capacity < location->size) {
+      results[i] = MakeError(ErrorCode::kInvalidParams,
+                             absl::StrCat("buffer of ", capacity, " bytes is too small for '",
+                                          keys[i], "' (", location->size, " bytes)"));
+      continue;
+    }
+    if (location->replicas.empty()) {
+      results[i] = MakeError(ErrorCode::kObjectNotFound, "object has no replica");
+      ++misses_;
+      continue;
+    }
+    if (!location->replicas.front().disk_endpoint.empty()) {
+      // Disk-only objects (the master lists one disk replica and nothing else).
+      absl::Status read = ReadFromDisk(keys[i], location->replicas.front(), *location, buffers[i]);
+      if (read.ok()) {
+        ++hits_;
+        ++disk_reads_;
+        results[i] = location->size;
+        continue;
+      }
+      if (ToErrorCode(read) == ErrorCode::kObjectNotFound) ++misses_;
+      results[i] = std::move(read);
+      continue;
+    }
+    candidates[i] = ReadOrder(location->replicas);
+    pending.push_back(i);
+  }
+  // Segments that could not be opened during this call are not tried again in it: a peer that
+  // does not answer costs one handshake timeout per call, not one per key.
+  absl::flat_hash_set<std::string> unreachable;
+  // Each round reads every pending object from its next replica.
+  while (!pending.empty()) {
+    std::vector<TransferRequest> requests;
+    std::vector<size_t> owner;
+    std::vector<bool> open_failed(n, false);
+    for (size_t i : pending) {
+      const Replica& replica = candidates[i][next[i]];
+      absl::StatusOr<SegmentHandle> handle =
+          unreachable.contains(replica.segment_name)
+              ? MakeError(ErrorCode::kTransferFail, "segment unreachable in this call")
+              : HandleFor(replica);
+      if (!handle.ok()) {
+        if (ToErrorCode(handle.status()) != ErrorCode::kInvalidReplica) {
+          unreachable.insert(replica.segment_name);
+        }
+        open_failed[i] = true;
+        continue;
+      }
+      uint64_t size = lookup.locations[i]->size, offset = 0;
+      for (const Buffer& b : buffers[i]) {
+        uint64_t length = std::min(b.size, size - offset);
+        if (length == 0) break;
+        TransferRequest r;
+        r.opcode = OpCode::kRead;
+        r.source = b.data;
+        r.target_id = *handle;
+        r.target_offset = replica.address + offset;
+        r.length = length;
+        requests.push_back(r);
+        owner.push_back(i);
+        offset += length;
+      }
+    }
+    std::vector<TransferStatus> statuses = RunTransfers(requests);
+    std::vector<bool> failed = open_failed;
+    std::vector<std::string> reasons(n);
+    for (size_t k = 0; k < requests.size(); ++k) {
+      if (statuses[k].state != TransferState::kCompleted) {
+        failed[owner[k]] = true;
+        reasons[owner[k]] = statuses[k].reason;
+      }
+    }
+    std::vector<size_t> still_pending;
+    for (size_t i : pending) {
+      const ObjectLocation& location = *lookup.locations[i];
+      bool ok = !failed[i];
+      if (ok && config_.enable_checksum && location.checksum != kNoChecksum) {
+        std::vector<absl::string_view> pieces;
+        uint64_t left = location.size;
+        for (const Buffer& b : buffers[i]) {
+          uint64_t length = std::min(b.size, left);
+          if (length == 0) break;
+          pieces.emplace_back(static_cast<const char*>(b.data), length);
+          left -= length;
+        }
+        if (!ChecksumMatches(location.checksum, pieces)) {
+          ok = false;
+          checksum_failed[i] = true;
+          ++checksum_failures_;
+          YB_LOG_WARN("checksum mismatch reading '{}' from {}", keys[i],
+                      candidates[i][next[i]].segment_name);
+        }
+      }
+      if (ok) {
+        if (std::chrono::steady_clock::now() > lookup.asked_at + location.lease_ttl) {
+          ++lease_expired_;
+          results[i] = MakeError(ErrorCode::kLeaseExpired,
+                                 absl::StrCat("read of '", keys[i], "' outlived its lease"));
+        } else {
+          ++hits_;
+          results[i] = location.size;
+        }
+        continue;
+      }
+      if (++next[i] < candidates[i].size()) {
+        ++failovers_;
+        still_pending.push_back(i);
+        continue;
+      }
+      if (checksum_failed[i]) {
+        ++misses_;
+        results[i] = MakeError(ErrorCode::kObjectNotFound,
+                               absl::StrCat("no replica of '", keys[i], "' passed its checksum"));
+      } else {
+        results[i] = MakeError(ErrorCode::kTransferFail,
+                               absl::StrCat("reading '", keys[i], "' failed on every replica: ",
+                                            open_failed[i] ? "segment unreachable" : reasons[i]));
+      }
+    }
+    pending.swap(still_pending);
+  }
+  return results;
+}
+
+absl::Status ObjectClient::ReadFromDisk(const std::string& key, const Replica& replica,
+                                      const ObjectLocation& location,
+                                      const std::vector<Buffer>& buffers) {
+  // The owning store's engine serves the file by key (its object source) straight into the
+  // caller's buffers, over the same authenticated TCP server as transfers.
+  std::vector<transport::ObjectBuffer> dest;
+  for (const Buffer& b : buffers) {
+    if (b.data != nullptr && b.size > 0) dest.push_back(transport::ObjectBuffer{b.data, b.size});
+  }
+  absl::StatusOr<uint64_t> read =
+      engine_->ReadObject(replica.disk_endpoint, key, dest,
+                          std::chrono::steady_clock::now() + config_.transfer_timeout);
+  if (absl::IsNotFound(read.status())) {
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("'", key, "' is gone from ", replica.disk_endpoint));
+  }
+  if (absl::IsDataLoss(read.status())) {  // the store found its file broken and dropped it
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("'", key, "' is gone from ", replica.disk_endpoint, ": ",
+                                  read.status().message()));
+  }
+  if (absl::IsOutOfRange(read.status()) || (read.ok() && *read != location.size)) {
+    ++checksum_failures_;  // the store's copy is larger than the buffer, or not the recorded size
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("disk copy of '", key, "' has the wrong size"));
+  }
+  if (!read.ok()) {
+    return MakeError(ErrorCode::kTransferFail,
+                     absl::StrCat("disk read of '", key, "' from ", replica.disk_endpoint, ": ",
+                                  read.status().message()));
+  }
+  std::vector<absl::string_view> pieces;
+  uint64_t left = *read;
+  for (const transport::ObjectBuffer& piece : dest) {
+    const uint64_t length = std::min(piece.size, left);
+    if (length == 0) break;
+    pieces.emplace_back(static_cast<const char*>(piece.data), length);
+    left -= length;
+  }
+  if (config_.enable_checksum && !ChecksumMatches(location.checksum, pieces)) {
+    ++checksum_failures_;
+    YB_LOG_WARN("checksum mismatch reading '{}' from disk on {}", key, replica.disk_endpoint);
+    return MakeError(ErrorCode::kObjectNotFound,
+                     absl::StrCat("disk copy of '", key, "' failed its checksum"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<absl::StatusOr<std::string>> ObjectClient::BatchGet(
+    const std::vector<std::string>& keys) {
+  Lookup lookup = LookUp(keys);
+  std::vector<std::string> values(keys.size());
+  std::vector<std::vector<Buffer>> buffers(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (lookup.locations[i].ok()) {
+      values[i].resize(lookup.locations[i]->size);
+      buffers[i].push_back(Buffer{values[i].data(), values[i].size()});
+    }
+  }
+  std::vector<absl::StatusOr<uint64_t>> read = ReadObjects(keys, buffers, lookup);
+  std::vector<absl::StatusOr<std::string>> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (read[i].ok()) {
+      out.emplace_back(std::move(values[i]));
+    } else {
+      out.emplace_back(read[i].status());
+    }
+  }
+  return out;
+}
+
+std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetIntoParts(
+    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers) {
+  if (keys.size() != buffers.size()) {
+    return std::vector<absl::StatusOr<uint64_t>>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));
+  }
+  return ReadObjects(keys, buffers, LookUp(keys));
+}
+
+std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetInto(
+    const std::vector<std::string>& keys, const std::vector<Buffer>& buffers) {
+  if (keys.size() != buffers.size()) {
+    return std::vector<absl::StatusOr<uint64_t>>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));
+  }
+  std::vector<std::vector<Buffer>> parts;
+  parts.reserve(buffers.size());
+  for (const Buffer& b : buffers) parts.push_back({b});
+  return ReadObjects(keys, parts, LookUp(keys));
+}
+
+std::vector<absl::StatusOr<bool>> ObjectClient::BatchIsExist(const std::vector<std::string>& keys) {
+  return ForValidKeys<absl::StatusOr<bool>>(keys, [this](const std::vector<std::string>& valid) {
+    absl::StatusOr<std::vector<bool>> exists = master_->BatchExist(valid);
+    std::vector<absl::StatusOr<bool>> out;
+    out.reserve(valid.size());
+    for (size_t j = 0; j < valid.size(); ++j) {
+      if (exists.ok()) {
+        out.emplace_back(static_cast<bool>((*exists)[j]));
+      } else {
+        out.emplace_back(exists.status());
+      }
+    }
+    return out;
+  });
+}
+
+std::vector<absl::Status> ObjectClient::BatchRemove(const std::vector<std::string>& keys,
+                                                    bool force) {
+  return ForValidKeys<absl::Status>(keys, [this, force](const std::vector<std::string>& valid) {
+    return master_->BatchRemove(valid, force);
+  });
+}
+
+ClientStats ObjectClient::Stats() const {
+  ClientStats stats;
+  stats.puts = puts_.load();
+  stats.gets = gets_.load();
+  stats.hits = hits_.load();
+  stats.misses = misses_.load();
+  stats.checksum_failures = checksum_failures_.load();
+  stats.lease_expired = lease_expired_.load();
+  stats.replica_failovers = failovers_.load();
+  stats.disk_reads = disk_reads_.load();
+  return stats;
+}
+
+}  // namespace yuebing::store

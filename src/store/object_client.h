@@ -1,0 +1,108 @@
+// The object client: Put/Get/Exist/Remove and their batch forms against the master (metadata,
+// through MasterApi) and the transfer engine (bytes). It chooses replicas (own segment, then this
+// host, then others), verifies checksums, fails over between replicas, enforces read leases and
+// reads disk-only objects from the owning store's disk read service. It owns neither the engine
+// nor the master connection; Client (src/store/client.cc) composes it with a SegmentHost.
+//
+// Guarantees and errors are those of store::Client (include/yuebing/store/client.h).
+// Thread safety: all methods are thread-safe. `engine` and `master` must outlive the object.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "store/master_api.h"
+#include "yuebing/common/mutex.h"
+#include "yuebing/master/types.h"
+#include "yuebing/store/client.h"
+#include "yuebing/transport/transfer_engine.h"
+
+namespace yuebing::store {
+
+class ObjectClient {
+ public:
+  using Buffer = Client::Buffer;
+
+  ObjectClient(const ClientConfig& config, master::ClientId id, transport::TransferEngine* engine,
+               MasterApi* master);
+  ObjectClient(const ObjectClient&) = delete;
+  ObjectClient& operator=(const ObjectClient&) = delete;
+
+  std::vector<absl::Status> BatchPut(const std::vector<std::string>& keys,
+                                     const std::vector<absl::string_view>& values,
+                                     const master::ReplicateConfig& config, bool upsert);
+  std::vector<absl::Status> BatchPutParts(const std::vector<std::string>& keys,
+                                          const std::vector<std::vector<absl::string_view>>& parts,
+                                          const master::ReplicateConfig& config, bool upsert);
+  std::vector<absl::StatusOr<std::string>> BatchGet(const std::vector<std::string>& keys);
+  std::vector<absl::StatusOr<uint64_t>> BatchGetIntoParts(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers);
+  std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
+                                                     const std::vector<Buffer>& buffers);
+  std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys);
+  std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force);
+  absl::StatusOr<uint64_t> GetSize(const std::string& key);
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) {
+    return master_->RemoveByRegex(pattern, force);
+  }
+  absl::StatusOr<uint64_t> RemoveAll(bool force) { return master_->RemoveAll(force); }
+  ClientStats Stats() const;
+
+ private:
+  using ObjectLocation = master::ObjectLocation;
+  using Replica = master::Replica;
+  using SegmentHandle = transport::SegmentHandle;
+  using TransferRequest = transport::TransferRequest;
+  using TransferStatus = transport::TransferStatus;
+
+  // Replica lists of `keys` and when they were asked for (a read lease counts from then).
+  struct Lookup {
+    std::vector<absl::StatusOr<ObjectLocation>> locations;
+    std::chrono::steady_clock::time_point asked_at;
+  };
+  Lookup LookUp(const std::vector<std::string>& keys);
+  // Reads each found object into its buffers, trying replicas in ReadOrder until one passes the
+  // transfer, the checksum and the lease check.
+  std::vector<absl::StatusOr<uint64_t>> ReadObjects(const std::vector<std::string>& keys,
+                                                    const std::vector<std::vector<Buffer>>& buffers,
+                                                    const Lookup& lookup);
+  // Runs the requests as one engine batch and waits until every one is final.
+  std::vector<TransferStatus> RunTransfers(const std::vector<TransferRequest>& requests);
+  // Replicas ordered for reading: this client's segment, then this host, then others (shuffled
+  // within each class to spread load).
+  std::vector<Replica> ReadOrder(std::vector<Replica> replicas);
+  // The engine handle for a replica's segment. Handles are bound to one incarnation of the peer;
+  // a replica with a newer mount epoch than seen before means the peer re-mounted (maybe after a
+  // restart), so the segment is reopened. Replicas older than the newest epoch seen are refused.
+  absl::StatusOr<SegmentHandle> HandleFor(const Replica& replica);
+  // Reads object i of a ReadObjects call from the disk replica `replica` into its buffers,
+  // verifying size and checksum. kObjectNotFound when the store no longer has it or the bytes
+  // fail the checksum, kTransferFail when the store cannot be reached in transfer_timeout.
+  absl::Status ReadFromDisk(const std::string& key, const Replica& replica,
+                            const ObjectLocation& location, const std::vector<Buffer>& buffers);
+
+  const ClientConfig config_;
+  const master::ClientId id_;
+  transport::TransferEngine* const engine_;
+  MasterApi* const master_;
+  const std::string host_;  // host part of this client's segment name
+
+  struct OpenedSegment {
+    uint64_t epoch = 0;
+    SegmentHandle handle = -1;
+  };
+  yuebing::Mutex segments_mu_;
+  absl::flat_hash_map<std::string, OpenedSegment> segments_ ABSL_GUARDED_BY(segments_mu_);
+
+  std::atomic<uint64_t> puts_{0}, gets_{0}, hits_{0}, misses_{0}, checksum_failures_{0},
+      lease_expired_{0}, failovers_{0}, disk_reads_{0};
+};
+
+}  // namespace yuebing::store

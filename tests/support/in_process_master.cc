@@ -1,0 +1,245 @@
+#include "support/in_process_master.h"
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "master/request_rules.h"
+#include "yuebing/common/error_code.h"
+
+namespace yuebing::test_support {
+namespace {
+
+template <typename T>
+std::vector<T> Repeat(size_t n, const absl::Status& status) {
+  return std::vector<T>(n, T(status));
+}
+
+}  // namespace
+
+InProcessMaster::InProcessMaster(master::MasterOptions options, uint64_t seed)
+    : options_(options),
+      service_(std::make_shared<master::MasterService>(options)),
+      random_(seed) {}
+
+void InProcessMaster::Restart() {
+  auto fresh = std::make_shared<master::MasterService>(options_);
+  yuebing::MutexLock lock(&mu_);
+  service_ = std::move(fresh);
+  ++term_;
+}
+
+void InProcessMaster::Tick() { Current().service->Tick(); }
+
+void InProcessMaster::SetFaults(const InProcessFaults& faults) {
+  yuebing::MutexLock lock(&mu_);
+  faults_ = faults;
+}
+
+InProcessMaster::Snapshot InProcessMaster::Current() const {
+  yuebing::MutexLock lock(&mu_);
+  return Snapshot{service_, term_};
+}
+
+InProcessMaster::Fault InProcessMaster::DrawFault() {
+  ++calls_;
+  Fault fault;
+  yuebing::MutexLock lock(&mu_);
+  std::uniform_real_distribution<double> unit(0, 1);
+  if (faults_.fail_probability > 0 && unit(random_) < faults_.fail_probability) {
+    fault.fail = true;
+    ++failed_calls_;
+  }
+  if (faults_.delay_probability > 0 && faults_.max_delay.count() > 0 &&
+      unit(random_) < faults_.delay_probability) {
+    fault.delay = std::chrono::milliseconds(
+        std::uniform_int_distribution<int64_t>(1, faults_.max_delay.count())(random_));
+    ++delayed_calls_;
+  }
+  return fault;
+}
+
+InProcessMasterApi::InProcessMasterApi(InProcessMaster* master, std::chrono::milliseconds timeout)
+    : master_(master), timeout_(timeout) {}
+
+absl::Status InProcessMasterApi::Call(const char* name,
+                                      const std::function<void(master::MasterService&)>& body) {
+  const InProcessMaster::Fault fault = master_->DrawFault();
+  if (fault.fail) {  // never reached the master
+    return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, ": UNAVAILABLE (injected)"));
+  }
+  const InProcessMaster::Snapshot current = master_->Current();
+  body(*current.service);
+  // A late reply: the call was served; past the deadline the caller never sees the answer.
+  if (fault.delay >= timeout_) {
+    std::this_thread::sleep_for(timeout_);
+    return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, ": deadline exceeded (injected)"));
+  }
+  if (fault.delay.count() > 0) std::this_thread::sleep_for(fault.delay);
+  uint64_t seen = max_term_.load();
+  while (current.term > seen && !max_term_.compare_exchange_weak(seen, current.term)) {
+  }
+  if (current.term > seen && seen != 0 && on_new_term_) on_new_term_(current.term);
+  if (current.term < max_term_.load()) {
+    return MakeError(ErrorCode::kRpcFail,
+                     absl::StrCat(name, ": reply from stale master term ", current.term));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> InProcessMasterApi::MountSegment(const master::ClientId& client,
+                                                          const master::Segment& segment) {
+  absl::StatusOr<uint64_t> epoch = MakeError(ErrorCode::kInternalError, "no reply");
+  absl::Status call = Call("MountSegment", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    if (check.ok()) check = master::CheckSegmentRange(segment);
+    epoch = check.ok() ? service.MountSegment(client, segment) : check;
+  });
+  if (!call.ok()) return call;
+  return epoch;
+}
+
+absl::Status InProcessMasterApi::UnmountSegment(const master::ClientId& client,
+                                                const std::string& name) {
+  absl::Status result;
+  absl::Status call = Call("UnmountSegment", [&](master::MasterService& service) {
+    result = master::CheckClientId(client);
+    if (result.ok()) result = service.UnmountSegment(client, name);
+  });
+  return call.ok() ? result : call;
+}
+
+absl::StatusOr<master::ClientState> InProcessMasterApi::Ping(const master::ClientId& client) {
+  absl::StatusOr<master::ClientState> state = master::ClientState::kOk;
+  absl::Status call = Call("Ping", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    state = check.ok() ? absl::StatusOr<master::ClientState>(service.Ping(client)) : check;
+  });
+  if (!call.ok()) return call;
+  return state;
+}
+
+std::vector<absl::StatusOr<std::vector<master::Replica>>> InProcessMasterApi::BatchPutStart(
+    const master::ClientId& client, const std::vector<std::string>& keys,
+    const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert) {
+  using Result = absl::StatusOr<std::vector<master::Replica>>;
+  std::vector<Result> results;
+  absl::Status call = Call("BatchPutStart", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    if (check.ok()) check = master::CheckBatchSize(keys.size());
+    if (check.ok()) check = master::CheckPutSizes(keys.size(), sizes.size());
+    results = check.ok() ? master::StartPuts(service, client, keys, sizes, config, upsert)
+                         : Repeat<Result>(keys.size(), check);
+  });
+  return call.ok() ? results : Repeat<Result>(keys.size(), call);
+}
+
+std::vector<absl::Status> InProcessMasterApi::BatchPutEnd(const master::ClientId& client,
+                                                          const std::vector<std::string>& keys,
+                                                          const std::vector<uint64_t>& checksums) {
+  std::vector<absl::Status> results;
+  absl::Status call = Call("BatchPutEnd", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    if (check.ok()) check = master::CheckBatchSize(keys.size());
+    if (check.ok()) check = master::CheckPutChecksums(keys.size(), checksums.size());
+    if (!check.ok()) {
+      results = Repeat<absl::Status>(keys.size(), check);
+      return;
+    }
+    std::vector<uint64_t> padded = checksums;
+    padded.resize(keys.size(), 0);
+    results = service.BatchPutEnd(client, keys, padded);
+  });
+  return call.ok() ? results : Repeat<absl::Status>(keys.size(), call);
+}
+
+std::vector<absl::Status> InProcessMasterApi::BatchPutRevoke(const master::ClientId& client,
+                                                             const std::vector<std::string>& keys) {
+  std::vector<absl::Status> results;
+  absl::Status call = Call("BatchPutRevoke", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    if (check.ok()) check = master::CheckBatchSize(keys.size());
+    results = check.ok() ? service.BatchPutRevoke(client, keys)
+                         : Repeat<absl::Status>(keys.size(), check);
+  });
+  return call.ok() ? results : Repeat<absl::Status>(keys.size(), call);
+}
+
+std::vector<absl::StatusOr<master::ObjectLocation>> InProcessMasterApi::BatchGetReplicaList(
+    const std::vector<std::string>& keys) {
+  using Result = absl::StatusOr<master::ObjectLocation>;
+  std::vector<Result> results;
+  absl::Status call = Call("BatchGetReplicaList", [&](master::MasterService& service) {
+    absl::Status check = master::CheckBatchSize(keys.size());
+    if (!check.ok()) {
+      results = Repeat<Result>(keys.size(), check);
+      return;
+    }
+    results = service.BatchGetReplicaList(keys);
+    for (Result& result : results) {  // the wire carries whole, non-negative milliseconds
+      if (result.ok() && result->lease_ttl.count() < 0) result->lease_ttl = {};
+    }
+  });
+  return call.ok() ? results : Repeat<Result>(keys.size(), call);
+}
+
+absl::StatusOr<std::vector<bool>> InProcessMasterApi::BatchExist(
+    const std::vector<std::string>& keys) {
+  absl::StatusOr<std::vector<bool>> result = std::vector<bool>{};
+  absl::Status call = Call("BatchExist", [&](master::MasterService& service) {
+    absl::Status check = master::CheckBatchSize(keys.size());
+    result = check.ok() ? absl::StatusOr<std::vector<bool>>(service.BatchExist(keys)) : check;
+  });
+  if (!call.ok()) return call;
+  return result;
+}
+
+std::vector<absl::Status> InProcessMasterApi::BatchRemove(const std::vector<std::string>& keys,
+                                                          bool force) {
+  std::vector<absl::Status> results;
+  absl::Status call = Call("BatchRemove", [&](master::MasterService& service) {
+    absl::Status check = master::CheckBatchSize(keys.size());
+    results =
+        check.ok() ? service.BatchRemove(keys, force) : Repeat<absl::Status>(keys.size(), check);
+  });
+  return call.ok() ? results : Repeat<absl::Status>(keys.size(), call);
+}
+
+absl::StatusOr<uint64_t> InProcessMasterApi::GetSize(const std::string& key) {
+  absl::StatusOr<uint64_t> size = uint64_t{0};
+  absl::Status call =
+      Call("GetSize", [&](master::MasterService& service) { size = service.GetSize(key); });
+  if (!call.ok()) return call;
+  return size;
+}
+
+absl::StatusOr<uint64_t> InProcessMasterApi::RemoveByRegex(const std::string& pattern, bool force) {
+  absl::StatusOr<uint64_t> removed = uint64_t{0};
+  absl::Status call = Call("RemoveByRegex", [&](master::MasterService& service) {
+    absl::Status check = master::CheckRegexSize(pattern);
+    removed = check.ok() ? service.RemoveByRegex(pattern, force) : check;
+  });
+  if (!call.ok()) return call;
+  return removed;
+}
+
+absl::StatusOr<uint64_t> InProcessMasterApi::RemoveAll(bool force) {
+  uint64_t removed = 0;
+  absl::Status call = Call(
+      "RemoveAll", [&](master::MasterService& service) { removed = service.RemoveAll(force); });
+  if (!call.ok()) return call;
+  return removed;
+}
+
+absl::StatusOr<master::DiskSyncReply> InProcessMasterApi::SyncDiskTier(
+    const master::ClientId& client, const master::DiskSyncRequest& request) {
+  absl::StatusOr<master::DiskSyncReply> reply = master::DiskSyncReply{};
+  absl::Status call = Call("SyncDiskTier", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    reply = check.ok() ? service.SyncDiskTier(client, request) : check;
+  });
+  if (!call.ok()) return call;
+  return reply;
+}
+
+}  // namespace yuebing::test_support
