@@ -412,8 +412,8 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
 }
 
 absl::Status ObjectClient::ReadFromDisk(const std::string& key, const Replica& replica,
-                                      const ObjectLocation& location,
-                                      const std::vector<Buffer>& buffers) {
+                                        const ObjectLocation& location,
+                                        const std::vector<Buffer>& buffers) {
   // The owning store's engine serves the file by key (its object source) straight into the
   // caller's buffers, over the same authenticated TCP server as transfers.
   std::vector<transport::ObjectBuffer> dest;
