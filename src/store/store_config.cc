@@ -116,7 +116,8 @@ absl::StatusOr<uint64_t> SizeFromValue(const json& value) {
     return static_cast<uint64_t>(number);
   }
   if (value.is_string()) {
-    const absl::string_view text = absl::StripAsciiWhitespace(value.get<std::string>());
+    // get_ref, not get<std::string>(): the view must not outlive a temporary copy.
+    const absl::string_view text = absl::StripAsciiWhitespace(value.get_ref<const std::string&>());
     if (text.empty()) return Invalid("invalid size: empty string");
     absl::StatusOr<uint64_t> size = ParseSize(text);
     if (!size.ok()) return Invalid(size.status().message());
