@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,6 +33,10 @@ class TcpPeer::Connection {
 
   yuebing::Mutex send_mu;  // held while one frame is written; orders fifo pushes with the stream
   uint64_t next_request_id ABSL_GUARDED_BY(send_mu) = 1;
+  // The last request whose send call has returned (bytes handed to the kernel, or failed). A
+  // write's reply can arrive before its sender has returned from sendmsg; the receiver waits for
+  // this before finishing the slice, so a final task's memory is never referenced by our code.
+  std::atomic<uint64_t> sent_through{0};
 
   yuebing::Mutex fifo_mu;
   std::deque<TcpSlice> fifo ABSL_GUARDED_BY(fifo_mu);  // sent, reply not yet read
@@ -149,7 +155,9 @@ absl::Status TcpPeer::SendSlice(Connection* conn, TcpSlice& slice) {
   uint8_t bytes[kFrameHeaderBytes];
   EncodeFrameHeader(header, bytes);
   iovec iov[2] = {{bytes, kFrameHeaderBytes}, {slice.local, slice.length}};
-  return SendAll(conn->fd, iov, slice.opcode == OpCode::kWrite ? 2 : 1);
+  absl::Status sent = SendAll(conn->fd, iov, slice.opcode == OpCode::kWrite ? 2 : 1);
+  conn->sent_through.store(slice.request_id, std::memory_order_release);
+  return sent;
 }
 
 void TcpPeer::Abort(Connection* conn, const absl::Status& reason) {
@@ -288,6 +296,22 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
     if (payload_follows) {
       reason = RecvAll(conn->fd, slice.local, slice.length);
       if (!reason.ok()) break;
+    }
+    // The target replies to a write only after reading its payload, but the sending thread may
+    // not have returned from sendmsg yet: wait for it (moments; it has nothing left to send).
+    // Bounded (~10 s, far beyond any sendmsg that has already handed over its last byte).
+    for (int spins = 0; conn->sent_through.load(std::memory_order_acquire) < slice.request_id;
+         ++spins) {
+      if (spins >= 100000) {
+        YB_LOG_ERROR("connection to {}: the send of request {} did not return",
+                     options_.segment_name, slice.request_id);
+        break;
+      }
+      if (spins < 1000) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
     }
     {
       yuebing::MutexLock lock(&conn->fifo_mu);
