@@ -28,6 +28,25 @@ constexpr int kMaxStartAttempts = 3;
 constexpr milliseconds kPollInterval(50);
 constexpr milliseconds kHealthTimeout(500);
 
+constexpr milliseconds kPauseTimeout(5000);
+
+// True when every thread of `pid` is in the stopped ('T') or traced ('t') state, read from
+// /proc/<pid>/task/<tid>/stat (the state is the first field after the last ')').
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code error;
+  std::filesystem::directory_iterator tasks(absl::StrCat("/proc/", pid, "/task"), error);
+  if (error) return false;
+  for (const auto& task : tasks) {
+    std::ifstream stat(task.path() / "stat");
+    std::string line((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= line.size()) continue;  // thread just exited
+    const char state = line[paren + 2];
+    if (state != 'T' && state != 't') return false;
+  }
+  return true;
+}
+
 std::string Url(uint16_t port) { return absl::StrCat("http://127.0.0.1:", port); }
 
 // Closes `fd` on scope exit.
@@ -189,7 +208,14 @@ void EtcdProcess::Kill() {
 }
 
 void EtcdProcess::Pause() {
-  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGSTOP);
+  // kill() only queues the signal: a thread running on another core may still answer a request
+  // for a moment. Wait until every thread of etcd reports the stopped state.
+  const auto deadline = std::chrono::steady_clock::now() + kPauseTimeout;
+  while (!AllThreadsStopped(pid_) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
 }
 
 void EtcdProcess::Resume() {

@@ -51,7 +51,8 @@ class EtcdProcess {
 
   // Sends SIGKILL and reaps the process (idempotent); the data directory stays until destruction.
   void Kill();
-  // SIGSTOP / SIGCONT: the server stops answering without closing its sockets.
+  // SIGSTOP / SIGCONT: the server stops answering without closing its sockets. Pause returns
+  // once every etcd thread is stopped (or after 5 s).
   void Pause();
   void Resume();
   // The last `max_bytes` of etcd's combined stdout/stderr.
