@@ -63,13 +63,34 @@ absl::Status RecvInto(int fd, absl::Span<const ObjectBuffer> dest, uint64_t size
   return absl::OkStatus();
 }
 
+// Opens a connection to `segment` and greets it (handshake when a secret is set, then HELLO).
+absl::StatusOr<int> Connect(const std::string& segment, const HostPort& address,
+                            const ObjectReadOptions& options, SteadyPoint deadline) {
+  YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(address.host, address.port,
+                                         std::min(options.connect_timeout, Left(deadline))));
+  absl::Status greeted = absl::OkStatus();
+  if (!options.cluster_secret.empty()) {
+    greeted = AuthenticateToTarget(fd, options.cluster_secret, segment, deadline);
+  }
+  if (greeted.ok()) greeted = SendHello(fd, segment, /*epoch=*/0, deadline);
+  if (!greeted.ok()) {
+    CloseFd(fd);
+    return greeted;
+  }
+  return fd;
+}
+
+// One READ_OBJECT request and its reply on a greeted connection. `*in_sync` is set when the
+// connection ended the exchange at a frame boundary (a reply read whole), so it can be reused.
 absl::StatusOr<uint64_t> Exchange(int fd, const std::string& segment, absl::string_view key,
                                   absl::Span<const ObjectBuffer> dest, uint64_t capacity,
-                                  const ObjectReadOptions& options, SteadyPoint deadline) {
-  if (!options.cluster_secret.empty()) {
-    YB_RETURN_IF_ERROR(AuthenticateToTarget(fd, options.cluster_secret, segment, deadline));
-  }
-  YB_RETURN_IF_ERROR(SendHello(fd, segment, /*epoch=*/0, deadline));
+                                  SteadyPoint deadline, bool* in_sync) {
+  *in_sync = false;
+  // Sends are small (header and key) but must not outlive the deadline either.
+  const std::chrono::milliseconds left = Left(deadline);
+  timeval tv{static_cast<time_t>(left.count() / 1000),
+             static_cast<suseconds_t>((left.count() % 1000) * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   FrameHeader request;
   request.type = FrameType::kReadObject;
   request.request_id = 1;
@@ -88,6 +109,7 @@ absl::StatusOr<uint64_t> Exchange(int fd, const std::string& segment, absl::stri
     if (reply->length != 0) {
       return absl::InternalError(absl::StrCat("READ_OBJECT refusal with a payload from ", segment));
     }
+    *in_sync = true;
     return ReplyError(*reply, key, segment, capacity);
   }
   if (reply->length != reply->addr || reply->length > request.addr) {
@@ -95,14 +117,50 @@ absl::StatusOr<uint64_t> Exchange(int fd, const std::string& segment, absl::stri
         absl::StrCat("READ_OBJECT reply from ", segment, " does not fit what was asked"));
   }
   YB_RETURN_IF_ERROR(RecvInto(fd, dest, reply->length, deadline));
+  *in_sync = true;
   return reply->length;
 }
 
 }  // namespace
 
-absl::StatusOr<uint64_t> ReadObjectOverTcp(const std::string& segment_name, absl::string_view key,
-                                           absl::Span<const ObjectBuffer> dest,
-                                           const ObjectReadOptions& options, SteadyPoint deadline) {
+ObjectReader::~ObjectReader() {
+  yuebing::MutexLock lock(&mu_);
+  for (auto& [segment, fds] : idle_) {
+    for (int fd : fds) CloseFd(fd);
+  }
+}
+
+size_t ObjectReader::IdleConnections() const {
+  yuebing::MutexLock lock(&mu_);
+  size_t count = 0;
+  for (const auto& [segment, fds] : idle_) count += fds.size();
+  return count;
+}
+
+int ObjectReader::TakeIdle(const std::string& segment) {
+  yuebing::MutexLock lock(&mu_);
+  auto it = idle_.find(segment);
+  if (it == idle_.end() || it->second.empty()) return -1;
+  const int fd = it->second.back();
+  it->second.pop_back();
+  return fd;
+}
+
+void ObjectReader::ReturnIdle(const std::string& segment, int fd) {
+  {
+    yuebing::MutexLock lock(&mu_);
+    std::vector<int>& fds = idle_[segment];
+    if (fds.size() < kMaxIdleObjectConnections) {
+      fds.push_back(fd);
+      return;
+    }
+  }
+  CloseFd(fd);
+}
+
+absl::StatusOr<uint64_t> ObjectReader::Read(const std::string& segment_name, absl::string_view key,
+                                            absl::Span<const ObjectBuffer> dest,
+                                            SteadyPoint deadline) {
   if (key.empty() || key.size() > kMaxObjectKeyBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("object keys are 1..", kMaxObjectKeyBytes, " bytes, got ", key.size()));
@@ -119,16 +177,30 @@ absl::StatusOr<uint64_t> ReadObjectOverTcp(const std::string& segment_name, absl
     return absl::InvalidArgumentError(absl::StrCat(
         "segment names are host:port, got '", segment_name, "': ", address.status().message()));
   }
-  YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(address->host, address->port,
-                                         std::min(options.connect_timeout, Left(deadline))));
-  // Sends are small (header and key) but must not outlive the deadline either.
-  const std::chrono::milliseconds left = Left(deadline);
-  timeval tv{static_cast<time_t>(left.count() / 1000),
-             static_cast<suseconds_t>((left.count() % 1000) * 1000)};
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  absl::StatusOr<uint64_t> size =
-      Exchange(fd, segment_name, key, dest, capacity, options, deadline);
-  CloseFd(fd);
+  absl::StatusOr<uint64_t> size = absl::UnavailableError("not tried");
+  // First a pooled connection (if any), then, if that one had been closed by the peer, a fresh
+  // one. A fresh connection is tried once.
+  for (int pooled = TakeIdle(segment_name);; pooled = -1) {
+    int fd = pooled;
+    if (fd < 0) {
+      absl::StatusOr<int> fresh = Connect(segment_name, *address, options_, deadline);
+      if (!fresh.ok()) {
+        size = fresh.status();
+        break;
+      }
+      fd = *fresh;
+    }
+    bool in_sync = false;
+    size = Exchange(fd, segment_name, key, dest, capacity, deadline, &in_sync);
+    if (in_sync) {
+      ReturnIdle(segment_name, fd);
+      break;
+    }
+    CloseFd(fd);
+    const bool retry = pooled >= 0 && absl::IsUnavailable(size.status()) &&
+                       std::chrono::steady_clock::now() < deadline;
+    if (!retry) break;
+  }
   if (absl::IsUnavailable(size.status()) && std::chrono::steady_clock::now() >= deadline) {
     return absl::DeadlineExceededError(
         absl::StrCat("reading an object from ", segment_name, " passed its deadline"));
@@ -140,11 +212,8 @@ absl::StatusOr<uint64_t> TransferEngineImpl::ReadObject(const std::string& segme
                                                         absl::string_view key,
                                                         absl::Span<const ObjectBuffer> dest,
                                                         SteadyPoint deadline) {
-  ObjectReadOptions options;
-  options.cluster_secret = options_.cluster_secret;
-  options.connect_timeout = options_.connect_timeout;
-  return ReadObjectOverTcp(
-      segment_name, key, dest, options,
+  return object_reader_->Read(
+      segment_name, key, dest,
       std::min(deadline, std::chrono::steady_clock::now() + options_.request_timeout));
 }
 

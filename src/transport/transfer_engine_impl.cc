@@ -104,6 +104,8 @@ absl::Status TransferEngineImpl::Init() {
   YB_ASSIGN_OR_RETURN(metadata_,
                       CreateMetadataStore(options_.metadata_conn, options_.connect_timeout));
   YB_ASSIGN_OR_RETURN(HostPort local, ParseHostPort(options_.local_server_name, 0));
+  object_reader_ = std::make_unique<ObjectReader>(
+      ObjectReadOptions{options_.cluster_secret, options_.connect_timeout});
   TcpServerOptions server_options;
   server_options.bind_host = options_.bind_address.empty() ? local.host : options_.bind_address;
   server_options.port = local.port;
@@ -199,6 +201,7 @@ TransferEngineImpl::~TransferEngineImpl() {
     if (!status.ok()) YB_LOG_WARN("could not remove segment metadata: {}", status.ToString());
   }
   if (rdma_ != nullptr) rdma_->Shutdown();
+  object_reader_.reset();  // its idle connections may be to this engine's own server
   server_.reset();
   std::vector<std::shared_ptr<PeerSegment>> segments;
   {

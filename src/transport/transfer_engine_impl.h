@@ -22,6 +22,7 @@
 #include "transport/local_transport.h"
 #include "transport/memory_registry.h"
 #include "transport/metadata_store.h"
+#include "transport/object_reader.h"
 #include "transport/peer_segment.h"
 #include "transport/rdma/rdma_engine_transport.h"
 #include "transport/shared_memory.h"
@@ -106,6 +107,7 @@ class TransferEngineImpl final : public TransferEngine {
   std::unique_ptr<MetadataStore> metadata_;
   MemoryRegistry registry_;
   std::unique_ptr<TcpServer> server_;
+  std::unique_ptr<ObjectReader> object_reader_;  // made in Init
   std::string segment_name_;
   std::string tcp_host_;
   uint64_t epoch_ = 0;

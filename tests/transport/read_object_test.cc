@@ -1,11 +1,14 @@
 // TransferEngine::ReadObject against another engine's object source over real sockets on
 // 127.0.0.1: found (one buffer and scattered pieces), unknown key, buffer too small, no source,
 // a source reporting a broken copy, another error of the source, bad arguments, nobody answering
-// within the deadline, and replacing the source while it is being called.
+// within the deadline, replacing the source while it is being called, and the reader's pool of
+// connections (reused, bounded, replaced when the target restarted).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -13,7 +16,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/container/flat_hash_set.h"
 #include "engine_test_util.h"
+#include "transport/object_reader.h"
 #include "transport/socket_util.h"
 #include "transport/wire_format.h"
 #include "yuebing/transport/transfer_engine.h"
@@ -193,6 +198,116 @@ TEST_F(ReadObjectTest, ReplacingTheSourceWaitsForCallsInProgress) {
   server_->SetObjectSource(nullptr);
   EXPECT_TRUE(finished);  // the old source is no longer running once SetObjectSource returned
   reader.join();
+}
+
+// The target serves each connection on a thread of its own, so the distinct threads that ran the
+// object source count the connections the reader used.
+class ObjectReaderPoolTest : public ReadObjectTest {
+ protected:
+  void CountConnections() {
+    server_->SetObjectSource([this](absl::string_view key) -> absl::StatusOr<std::string> {
+      {
+        std::lock_guard<std::mutex> lock(threads_mu_);
+        threads_.insert(std::this_thread::get_id());
+      }
+      auto it = objects_.find(key);
+      if (it == objects_.end()) return absl::NotFoundError("no such file");
+      return it->second;
+    });
+  }
+  size_t ConnectionsSeen() {
+    std::lock_guard<std::mutex> lock(threads_mu_);
+    return threads_.size();
+  }
+
+  std::mutex threads_mu_;
+  absl::flat_hash_set<std::thread::id> threads_;
+};
+
+TEST_F(ObjectReaderPoolTest, SequentialReadsShareOneConnection) {
+  CountConnections();
+  ObjectReader reader(ObjectReadOptions{});
+  std::string out(64, '\0');
+  for (int i = 0; i < 20; ++i) {
+    // A refusal (unknown key) leaves the connection usable as well.
+    const char* key = i % 2 == 0 ? "small" : "missing";
+    absl::StatusOr<uint64_t> size = reader.Read(server_->LocalSegmentName(), key,
+                                                {ObjectBuffer{out.data(), out.size()}},
+                                                In(milliseconds(5000)));
+    if (i % 2 == 0) {
+      ASSERT_TRUE(size.ok()) << size.status();
+      EXPECT_EQ(out.substr(0, *size), objects_["small"]);
+    } else {
+      EXPECT_EQ(size.status().code(), absl::StatusCode::kNotFound) << size.status();
+    }
+  }
+  EXPECT_EQ(ConnectionsSeen(), 1u);
+  EXPECT_EQ(reader.IdleConnections(), 1u);
+}
+
+TEST_F(ObjectReaderPoolTest, ConcurrentReadsKeepAtMostTheIdleLimit) {
+  CountConnections();
+  ObjectReader reader(ObjectReadOptions{});
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::atomic<int> good{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      std::string out(objects_["big"].size(), '\0');
+      for (int i = 0; i < 5; ++i) {
+        absl::StatusOr<uint64_t> size = reader.Read(server_->LocalSegmentName(), "big",
+                                                    {ObjectBuffer{out.data(), out.size()}},
+                                                    In(milliseconds(10000)));
+        if (size.ok() && out == objects_["big"]) ++good;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(good.load(), kThreads * 5);
+  EXPECT_LE(ConnectionsSeen(), static_cast<size_t>(kThreads));
+  EXPECT_LE(reader.IdleConnections(), kMaxIdleObjectConnections);
+}
+
+TEST_F(ObjectReaderPoolTest, RestartedTargetIsReadOverAFreshConnection) {
+  ServeObjects();
+  const std::string segment = server_->LocalSegmentName();
+  ObjectReader reader(ObjectReadOptions{});
+  std::string out(64, '\0');
+  ASSERT_TRUE(
+      reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}}, In(milliseconds(5000)))
+          .ok());
+  ASSERT_EQ(reader.IdleConnections(), 1u);
+
+  // The target goes away: its pooled connection is dead, and nobody listens.
+  server_.reset();
+  absl::StatusOr<uint64_t> size =
+      reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}}, In(milliseconds(2000)));
+  EXPECT_EQ(size.status().code(), absl::StatusCode::kUnavailable) << size.status();
+  EXPECT_EQ(reader.IdleConnections(), 0u);
+
+  // A new target on the same address: the reader connects again.
+  TransferEngineOptions options;
+  options.metadata_conn = "P2PHANDSHAKE";
+  options.local_server_name = segment;
+  auto restarted = TransferEngine::Create(options);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  server_ = std::move(restarted).value();
+  ServeObjects();
+  size = reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}},
+                     In(milliseconds(5000)));
+  ASSERT_TRUE(size.ok()) << size.status();
+  EXPECT_EQ(out.substr(0, *size), objects_["small"]);
+
+  // And a pooled connection the new target closes is replaced within the same call.
+  ASSERT_EQ(reader.IdleConnections(), 1u);
+  server_.reset();
+  restarted = TransferEngine::Create(options);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  server_ = std::move(restarted).value();
+  ServeObjects();
+  size = reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}},
+                     In(milliseconds(5000)));
+  ASSERT_TRUE(size.ok()) << size.status();
 }
 
 }  // namespace
