@@ -7,16 +7,16 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
-#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "engine_test_util.h"
 #include "transport/object_reader.h"
 #include "transport/socket_util.h"
@@ -231,9 +231,9 @@ TEST_F(ObjectReaderPoolTest, SequentialReadsShareOneConnection) {
   for (int i = 0; i < 20; ++i) {
     // A refusal (unknown key) leaves the connection usable as well.
     const char* key = i % 2 == 0 ? "small" : "missing";
-    absl::StatusOr<uint64_t> size = reader.Read(server_->LocalSegmentName(), key,
-                                                {ObjectBuffer{out.data(), out.size()}},
-                                                In(milliseconds(5000)));
+    absl::StatusOr<uint64_t> size =
+        reader.Read(server_->LocalSegmentName(), key, {ObjectBuffer{out.data(), out.size()}},
+                    In(milliseconds(5000)));
     if (i % 2 == 0) {
       ASSERT_TRUE(size.ok()) << size.status();
       EXPECT_EQ(out.substr(0, *size), objects_["small"]);
@@ -255,9 +255,9 @@ TEST_F(ObjectReaderPoolTest, ConcurrentReadsKeepAtMostTheIdleLimit) {
     threads.emplace_back([&] {
       std::string out(objects_["big"].size(), '\0');
       for (int i = 0; i < 5; ++i) {
-        absl::StatusOr<uint64_t> size = reader.Read(server_->LocalSegmentName(), "big",
-                                                    {ObjectBuffer{out.data(), out.size()}},
-                                                    In(milliseconds(10000)));
+        absl::StatusOr<uint64_t> size =
+            reader.Read(server_->LocalSegmentName(), "big", {ObjectBuffer{out.data(), out.size()}},
+                        In(milliseconds(10000)));
         if (size.ok() && out == objects_["big"]) ++good;
       }
     });
@@ -293,8 +293,8 @@ TEST_F(ObjectReaderPoolTest, RestartedTargetIsReadOverAFreshConnection) {
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   server_ = std::move(restarted).value();
   ServeObjects();
-  size = reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}},
-                     In(milliseconds(5000)));
+  size =
+      reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}}, In(milliseconds(5000)));
   ASSERT_TRUE(size.ok()) << size.status();
   EXPECT_EQ(out.substr(0, *size), objects_["small"]);
 
@@ -305,8 +305,8 @@ TEST_F(ObjectReaderPoolTest, RestartedTargetIsReadOverAFreshConnection) {
   ASSERT_TRUE(restarted.ok()) << restarted.status();
   server_ = std::move(restarted).value();
   ServeObjects();
-  size = reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}},
-                     In(milliseconds(5000)));
+  size =
+      reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}}, In(milliseconds(5000)));
   ASSERT_TRUE(size.ok()) << size.status();
 }
 
