@@ -129,6 +129,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
           !status.ok()) {
         return {status};
       }
+      ApplyReleases(request->released_leases());
       return PutStart(*request, reply);
     });
   }
@@ -168,6 +169,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
                                                 rpc::BatchGetReplicaListReply* reply) override {
     return Serve(context, RpcOp::kBatchGetReplicaList, reply, [&]() -> Outcome {
       if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      ApplyReleases(request->released_leases());
       return GetReplicaList(*request, reply);
     });
   }
@@ -177,6 +179,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
                                        rpc::BatchExistReply* reply) override {
     return Serve(context, RpcOp::kBatchExist, reply, [&]() -> Outcome {
       if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      ApplyReleases(request->released_leases());
       const std::vector<bool> exists = service_->BatchExist(Keys(request->keys()));
       for (bool exist : exists) reply->add_exists(exist);
       return {absl::OkStatus(), exists.size(), 0};
@@ -188,7 +191,20 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
                                         rpc::BatchStatusReply* reply) override {
     return Serve(context, RpcOp::kBatchRemove, reply, [&]() -> Outcome {
       if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      ApplyReleases(request->released_leases());
       return StatusesReply(service_->BatchRemove(Keys(request->keys()), request->force()), reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* ReleaseLeases(grpc::CallbackServerContext* context,
+                                          const rpc::ReleaseLeasesRequest* request,
+                                          rpc::ReleaseLeasesReply* reply) override {
+    return Serve(context, RpcOp::kReleaseLeases, reply, [&]() -> Outcome {
+      absl::StatusOr<uint64_t> released = service_->ReleaseLeases(
+          std::vector<uint64_t>(request->lease_ids().begin(), request->lease_ids().end()));
+      if (!released.ok()) return {released.status()};
+      reply->set_released(*released);
+      return {absl::OkStatus(), static_cast<uint64_t>(request->lease_ids_size()), 0};
     });
   }
 
@@ -308,6 +324,16 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     return Outcome{absl::OkStatus(), keys.size(), errors};
   }
 
+  // Ends the read leases a call carries along (best effort: ids the master does not know, or too
+  // many for one call, are dropped; those leases end at their deadline).
+  void ApplyReleases(const google::protobuf::RepeatedField<uint64_t>& ids) {
+    if (ids.empty()) return;
+    absl::StatusOr<uint64_t> released =
+        service_->ReleaseLeases(std::vector<uint64_t>(ids.begin(), ids.end()));
+    if (!released.ok())
+      YB_LOG_DEBUG("releases carried by a call: {}", released.status().ToString());
+  }
+
   Outcome GetReplicaList(const rpc::BatchKeysRequest& request,
                          rpc::BatchGetReplicaListReply* reply) {
     const auto results = service_->BatchGetReplicaList(Keys(request.keys()));
@@ -324,6 +350,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       out->set_size(result->size);
       out->set_checksum(result->checksum);
       out->set_lease_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, result->lease_ttl.count())));
+      out->set_lease_id(result->lease_id);
       for (const Replica& replica : result->replicas) ToRpc(replica, out->add_replicas());
     }
     if (metrics_ != nullptr) metrics_->RecordLookups(hits, misses);

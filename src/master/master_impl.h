@@ -7,13 +7,15 @@
 //                 client expiry, which also rewrite objects.
 //   eviction_mu_  one eviction pass at a time.
 //   Shard::mu     one shard of the object index.
-//   retired_mu_   allocations waiting for a deadline before they are freed.
+//   retired_mu_   allocations waiting for a deadline before they are freed, and the expiry
+//                 queue of detached read holds.
 //   spill_mu_     per-store queues of spill tasks and drops (a leaf: nothing is taken under it).
 //   SegmentState::mu  one segment's allocator.
 //
 // Space rules (what keeps readers and late writers from seeing reused bytes):
-//   - a complete object's replicas are freed when it goes, unless a read lease still covers
-//     them: then they are retired until the lease deadline;
+//   - a complete object's replicas are freed when it goes, unless readers hold them (a read
+//     hold with readers whose lease has not ended): then they stay with the hold until its last
+//     reader releases or its lease deadline passes (read_leases.cc);
 //   - an unfinished put's space is freed at once only when its writer revokes it or the put
 //     passed put_start_release_timeout; otherwise (taken over, its writer expired, removed) it
 //     is retired until put start + put_start_release_timeout, when the writer must be done;
@@ -22,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -79,7 +82,32 @@ struct DiskEntry {
   uint64_t checksum = 0;
 };
 
+// A replica range kept for readers after its object was dropped or replaced; freed only if its
+// segment is still the same mount (epoch).
+struct HeldRange {
+  uint32_t segment;
+  uint64_t epoch;
+  uint64_t offset;
+  uint64_t length;
+};
+
+// The readers of one version of one object (read_leases.cc). Attached to a complete entry
+// (`entry`) while the object lives; detached (entry == kNoEntry) with the object's `ranges` once
+// it is dropped or replaced while read. It ends when its last reader releases or at
+// `deadline_ns` (the end of the last lease granted), whichever is first; then its ranges are
+// freed and the slot is reused under a new generation.
+struct ReadHold {
+  static constexpr uint32_t kNoEntry = UINT32_MAX;
+  uint32_t generation = 0;  // in lease ids; never 0
+  uint32_t readers = 0;
+  int64_t deadline_ns = 0;
+  uint32_t entry = kNoEntry;
+  std::vector<HeldRange> ranges;
+};
+
 struct Shard {
+  explicit Shard(uint32_t shard_id) : id(shard_id) {}
+  const uint32_t id;  // index in MasterService::Impl::shards_ (part of lease ids)
   yuebing::Mutex mu;
   ObjectTable table ABSL_GUARDED_BY(mu);
   // Replicas after the first, for objects with more than one.
@@ -94,6 +122,18 @@ struct Shard {
     uint64_t bytes;
   };
   absl::flat_hash_map<uint32_t, Spill> spilling ABSL_GUARDED_BY(mu);
+  // Read holds by slot; free slots are reused oldest first (a slot's generation then moves
+  // slowly, so a very late release cannot match a reused slot).
+  std::vector<ReadHold> holds ABSL_GUARDED_BY(mu);
+  std::deque<uint32_t> free_holds ABSL_GUARDED_BY(mu);
+};
+
+// When a detached read hold ends by its deadline at the latest.
+struct HoldExpiry {
+  int64_t deadline_ns;
+  uint32_t shard;
+  uint32_t slot;
+  uint32_t generation;
 };
 
 // Work waiting for one store's next SyncDiskTier.
@@ -234,6 +274,26 @@ class MasterService::Impl {
   void EvictAboveWatermark(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   void ReleaseZombiePuts(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
 
+  // --- read leases (read_leases.cc) ---
+  // Grants a read lease on the complete object at `index`: extends its lease deadline, counts a
+  // reader on its hold and returns the lease id (0 when no hold slot is left).
+  uint64_t GrantLease(Shard& s, uint32_t index, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Disposes of `refs` (`length` bytes each), the replicas of the object version at `index`
+  // that is being dropped or replaced: freed now unless its readers hold them, then kept with
+  // the detached hold. Leaves the entry without hold and lease.
+  void ReleaseReplicas(Shard& s, uint32_t index, const std::vector<ReplicaRef>& refs,
+                       uint64_t length, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Ends the leases of `ids` (unknown, stale or repeated ids are ignored); returns how many
+  // ended a reader.
+  uint64_t ReleaseLeases(const std::vector<uint64_t>& ids) ABSL_LOCKS_EXCLUDED(topo_mu_);
+  // Frees detached holds whose deadline passed.
+  void ExpireHolds(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Ends hold `slot` (its readers are gone or its lease is over): detaches it from its entry,
+  // frees its ranges and makes the slot reusable under a new generation.
+  void EndHold(Shard& s, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+
   // --- disk tier (disk_tier.cc) ---
   absl::StatusOr<DiskSyncReply> SyncDiskTier(const ClientId& client, const DiskSyncRequest& request)
       ABSL_LOCKS_EXCLUDED(topo_mu_);
@@ -279,7 +339,9 @@ class MasterService::Impl {
   uint64_t sample_seed_ ABSL_GUARDED_BY(eviction_mu_) = 0x9e3779b97f4a7c15ull;
 
   yuebing::Mutex retired_mu_;
-  std::vector<RetiredRange> retired_ ABSL_GUARDED_BY(retired_mu_);  // min-heap on free_at_ns
+  std::vector<RetiredRange> retired_ ABSL_GUARDED_BY(retired_mu_);    // min-heap on free_at_ns
+  std::vector<HoldExpiry> hold_expiry_ ABSL_GUARDED_BY(retired_mu_);  // min-heap on deadline_ns
+  std::atomic<uint64_t> next_hold_generation_{0};  // seeded at random: ids of a predecessor miss
 
   // Disk tiers seen (interned by tier id and endpoint, never removed).
   struct DiskTierInfo {

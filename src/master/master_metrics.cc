@@ -9,9 +9,9 @@ namespace yuebing::master {
 namespace {
 
 constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {
-    "MountSegment",   "UnmountSegment",      "Ping",        "BatchPutStart", "BatchPutEnd",
-    "BatchPutRevoke", "BatchGetReplicaList", "BatchExist",  "BatchRemove",   "GetSize",
-    "RemoveByRegex",  "RemoveAll",           "SyncDiskTier"};
+    "MountSegment",   "UnmountSegment",      "Ping",         "BatchPutStart", "BatchPutEnd",
+    "BatchPutRevoke", "BatchGetReplicaList", "BatchExist",   "BatchRemove",   "GetSize",
+    "RemoveByRegex",  "RemoveAll",           "SyncDiskTier", "ReleaseLeases"};
 
 constexpr const char* kPrefix = "yuebing_master_";
 

@@ -31,8 +31,9 @@ enum class RpcOp : int {
   kRemoveByRegex,
   kRemoveAll,
   kSyncDiskTier,
+  kReleaseLeases,
 };
-inline constexpr size_t kRpcOpCount = 13;
+inline constexpr size_t kRpcOpCount = 14;
 
 // The RPC's name in master.proto, e.g. "BatchPutStart".
 const char* RpcOpName(RpcOp op);

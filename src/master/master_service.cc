@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <random>
 #include <regex>
 #include <utility>
 
@@ -62,8 +63,11 @@ MasterService::Impl::Impl(MasterOptions options, Clock& clock)
       // epoch a client already saw from its predecessor.
       next_epoch_(static_cast<uint64_t>(std::max<int64_t>(clock.WallMillis(), 0)) * 1000 + 1),
       spill_timeout_ns_(ToNs(options.spill_timeout)) {
+  next_hold_generation_.store(std::random_device{}());
   shards_.reserve(options_.num_shards);
-  for (uint32_t i = 0; i < options_.num_shards; ++i) shards_.push_back(std::make_unique<Shard>());
+  for (uint32_t i = 0; i < options_.num_shards; ++i) {
+    shards_.push_back(std::make_unique<Shard>(i));
+  }
 }
 
 int64_t MasterService::Impl::NowNs() const {
@@ -174,17 +178,17 @@ void MasterService::Impl::CancelPending(Shard& s, uint32_t index, int64_t now, U
 
 void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfinished mode) {
   ObjectEntry& entry = s.table.at(index);
-  int64_t free_at;
+  const uint64_t length = AlignedSize(entry.size);
   if (entry.flags & kEntryComplete) {
     if (entry.flags & kEntryPendingUpsert) CancelPending(s, index, now, mode);
-    free_at = std::max(now, entry.time_ns);  // readers holding a lease keep the bytes
+    ReleaseReplicas(s, index, ReplicasOf(s, index), length, now);  // readers keep the bytes
   } else {
-    free_at = mode == Unfinished::kFreeNow ? now : entry.time_ns + release_timeout_ns_;
+    const int64_t free_at =
+        mode == Unfinished::kFreeNow ? now : entry.time_ns + release_timeout_ns_;
     s.in_progress.erase(index);
+    for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, length, free_at, now);
   }
   EndSpill(s, index);
-  const uint64_t length = AlignedSize(entry.size);
-  for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, length, free_at, now);
   if (entry.replicas > 1) s.extra.erase(index);
   s.table.Erase(index);
   objects_.fetch_sub(1);
@@ -317,10 +321,8 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     }
     PendingPut done = std::move(it->second);
     s.pending.erase(it);
-    // The old version stays readable to lease holders until their leases end.
-    const int64_t free_at = std::max(now, entry.time_ns);
-    const uint64_t old_length = AlignedSize(entry.size);
-    for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, old_length, free_at, now);
+    // The old version stays readable to its readers until they release or their leases end.
+    ReleaseReplicas(s, index, ReplicasOf(s, index), AlignedSize(entry.size), now);
     EndSpill(s, index);  // a report of the old version will not match
     entry.size = done.size;
     entry.flags = kEntryUsed | done.pins;
@@ -377,7 +379,7 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
   }
   ObjectEntry& entry = s.table.at(index);
-  entry.time_ns = std::max(entry.time_ns, now + lease_ttl_ns_);
+  const uint64_t lease_id = GrantLease(s, index, now);
   entry.last_access = access_seq_.fetch_add(1) + 1;
   if (entry.flags & kEntrySoftPin) {
     entry.soft_pin_until_ns = std::max(entry.soft_pin_until_ns, now + soft_pin_ttl_ns_);
@@ -387,6 +389,7 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
   location.checksum = entry.aux;
   location.replicas = ToReplicas(ReplicasOf(s, index), entry.size);
   location.lease_ttl = options_.default_kv_lease_ttl;
+  location.lease_id = lease_id;
   return location;
 }
 
@@ -505,6 +508,7 @@ void MasterService::Impl::Tick() {
   yuebing::ReaderMutexLock topo(&topo_mu_);
   ReleaseZombiePuts(now);
   FreeRetired(now);
+  ExpireHolds(now);
   ExpireSpills(now);
   EvictAboveWatermark(now);
 }
@@ -653,6 +657,13 @@ std::vector<absl::Status> MasterService::BatchRemove(const std::vector<std::stri
   results.reserve(keys.size());
   for (const std::string& key : keys) results.push_back(impl_->Remove(key, force));
   return results;
+}
+
+absl::StatusOr<uint64_t> MasterService::ReleaseLeases(const std::vector<uint64_t>& lease_ids) {
+  if (lease_ids.size() > limits::kMaxBatchKeys) {
+    return MakeError(ErrorCode::kInvalidParams, "too many lease ids in one call");
+  }
+  return impl_->ReleaseLeases(lease_ids);
 }
 
 absl::StatusOr<DiskSyncReply> MasterService::SyncDiskTier(const ClientId& client,

@@ -36,7 +36,7 @@ inline constexpr uint8_t kEntrySpilling = 32;  // being copied to a store's disk
 struct ObjectEntry {
   uint64_t size;
   uint64_t aux;          // complete: checksum; in progress: writer client serial
-  int64_t time_ns;       // complete: read lease deadline; in progress: put start time
+  int64_t time_ns;       // complete: read lease deadline (0: none); in progress: put start time
   uint64_t last_access;  // LRU sequence number (larger = more recent)
   int64_t soft_pin_until_ns;
   uint64_t offset;   // first replica: offset inside its segment
@@ -45,6 +45,7 @@ struct ObjectEntry {
   uint16_t key_len;
   uint8_t flags;
   uint8_t replicas;  // replica count (>= 1 while used)
+  uint32_t hold;     // complete: index + 1 of its ReadHold in the shard (0: none)
 };
 static_assert(sizeof(ObjectEntry) == 64, "ObjectEntry should stay one cache line");
 static_assert(limits::kMaxConfigurableKeyBytes <= UINT16_MAX, "key_len holds every key length");

@@ -93,8 +93,16 @@ class MasterService {
                                                    uint64_t size, const ReplicateConfig& config);
 
   // --- reads ---
-  // Replicas of a complete object; grants (extends) a read lease of default_kv_lease_ttl.
+  // Replicas of a complete object; grants (extends) a read lease of default_kv_lease_ttl and
+  // counts a reader (ObjectLocation::lease_id). While leased, the object is not evicted, and
+  // Remove without force fails with kObjectHasLease; a dropped or replaced version's bytes stay
+  // until its last reader releases or the lease ends.
   absl::StatusOr<ObjectLocation> GetReplicaList(const std::string& key);
+  // Ends the read leases of `lease_ids` (a reader's transfer is over): when the last reader of
+  // an object releases, its lease is over at once (removable, evictable; a dropped version's
+  // bytes are freed). Unknown, stale and repeated ids are ignored. Returns how many ended a
+  // reader. Errors: kInvalidParams (more than limits::kMaxBatchKeys ids).
+  absl::StatusOr<uint64_t> ReleaseLeases(const std::vector<uint64_t>& lease_ids);
   // True when a complete object exists (no lease granted).
   bool Exist(const std::string& key);
   absl::StatusOr<uint64_t> GetSize(const std::string& key);

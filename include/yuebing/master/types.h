@@ -85,6 +85,9 @@ struct ObjectLocation {
   uint64_t checksum = 0;  // xxh3-64 of the bytes, as given to PutEnd (0: none recorded)
   std::vector<Replica> replicas;
   std::chrono::milliseconds lease_ttl{0};  // the read must finish within this time from the reply
+  // Identifies this read's lease for MasterService::ReleaseLeases; 0: none to release (disk-only
+  // objects, or the master kept no reader count for it).
+  uint64_t lease_id = 0;
 };
 
 enum class ClientState { kOk, kNeedRemount };
