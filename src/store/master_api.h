@@ -51,6 +51,11 @@ class MasterApi {
   // Grants a read lease per found key; ObjectLocation::lease_ttl is whole milliseconds.
   virtual std::vector<absl::StatusOr<master::ObjectLocation>> BatchGetReplicaList(
       const std::vector<std::string>& keys) = 0;
+  // Ends read leases whose reads are over (ObjectLocation::lease_id; each grant released at most
+  // once). Best effort and cheap: an implementation may hold the ids briefly and send them with
+  // its next call that carries keys, but they reach the master before any later call of this
+  // object does. Lost releases end at their lease deadline. Never blocks on the master.
+  virtual void ReleaseLeases(std::vector<uint64_t> lease_ids) = 0;
   // Per key: true/false, or the error of the whole call.
   virtual absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,

@@ -12,6 +12,8 @@
 #include "common/etcd_client.h"
 #include "master.grpc.pb.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
+#include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/common/status.h"
 
@@ -153,9 +155,17 @@ std::vector<T> Repeat(size_t n, const absl::Status& status) {
 }  // namespace
 
 MasterClient::MasterClient(std::string address, std::unique_ptr<Impl> impl)
-    : address_(std::move(address)), impl_(std::move(impl)) {}
+    : address_(std::move(address)), impl_(std::move(impl)) {
+  flusher_ = std::thread(&MasterClient::FlushLoop, this);
+}
 
-MasterClient::~MasterClient() = default;
+MasterClient::~MasterClient() {
+  {
+    yuebing::MutexLock lock(&release_mu_);
+    stopping_ = true;  // queued releases are dropped: they end at their lease deadline
+  }
+  flusher_.join();
+}
 
 absl::StatusOr<std::unique_ptr<MasterClient>> MasterClient::Create(
     const std::string& address, std::chrono::milliseconds timeout,
@@ -239,6 +249,70 @@ absl::Status Call(const char* name,
 #define YB_CALL(method, request, reply) \
   Call(#method, &rpc::MasterService::Stub::method, *impl_, max_term_, on_new_term_, request, reply)
 
+// --- released read leases ---
+
+void MasterClient::ReleaseLeases(std::vector<uint64_t> lease_ids) {
+  if (lease_ids.empty()) return;
+  yuebing::MutexLock lock(&release_mu_);
+  const uint64_t term = max_term_.load();
+  if (term != releases_term_) {
+    releases_.clear();  // granted by a master that no longer leads
+    releases_term_ = term;
+  }
+  releases_.insert(releases_.end(), lease_ids.begin(), lease_ids.end());
+}
+
+std::vector<uint64_t> MasterClient::TakeReleases() {
+  yuebing::MutexLock lock(&release_mu_);
+  std::vector<uint64_t> taken;
+  if (releases_term_ != max_term_.load()) {
+    releases_.clear();
+    return taken;
+  }
+  if (releases_.size() <= limits::kMaxBatchKeys) {
+    taken.swap(releases_);
+  } else {
+    taken.assign(releases_.end() - limits::kMaxBatchKeys, releases_.end());
+    releases_.resize(releases_.size() - limits::kMaxBatchKeys);
+  }
+  return taken;
+}
+
+template <typename Ids>
+void MasterClient::AttachReleases(Ids* ids) {
+  for (uint64_t id : TakeReleases()) ids->Add(id);
+}
+
+void MasterClient::FlushLoop() {
+  const yuebing::Condition wake(
+      +[](MasterClient* self)
+           ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->stopping_ || !self->releases_.empty(); },
+      this);
+  const yuebing::Condition stop_or_taken(
+      +[](MasterClient* self)
+           ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->stopping_ || self->releases_.empty(); },
+      this);
+  yuebing::MutexLock lock(&release_mu_);
+  while (true) {
+    release_mu_.Await(wake);
+    if (stopping_) return;
+    // Give a call about to go out the chance to carry them.
+    release_mu_.AwaitWithTimeout(stop_or_taken, absl::FromChrono(kReleaseDelay));
+    if (stopping_) return;
+    if (releases_.empty()) continue;
+    release_mu_.Unlock();
+    rpc::ReleaseLeasesRequest request;
+    AttachReleases(request.mutable_lease_ids());
+    if (!request.lease_ids().empty()) {
+      rpc::ReleaseLeasesReply reply;
+      absl::Status status = YB_CALL(ReleaseLeases, request, reply);
+      if (status.ok()) status = FromRpc(reply.status());
+      if (!status.ok()) YB_LOG_DEBUG("releasing read leases: {}", status.ToString());
+    }
+    release_mu_.Lock();
+  }
+}
+
 absl::StatusOr<uint64_t> MasterClient::MountSegment(const master::ClientId& client,
                                                     const master::Segment& segment) {
   rpc::MountSegmentRequest request;
@@ -283,6 +357,7 @@ std::vector<absl::StatusOr<std::vector<master::Replica>>> MasterClient::BatchPut
   request.mutable_config()->set_with_hard_pin(config.with_hard_pin);
   request.mutable_config()->set_preferred_segment(config.preferred_segment);
   request.set_upsert(upsert);
+  AttachReleases(request.mutable_released_leases());
   rpc::BatchPutStartReply reply;
   absl::Status status = YB_CALL(BatchPutStart, request, reply);
   if (status.ok()) status = FromRpc(reply.status());
@@ -340,6 +415,7 @@ std::vector<absl::Status> MasterClient::BatchPutRevoke(const master::ClientId& c
   rpc::BatchKeysRequest request;
   request.set_client_id(client);
   for (const std::string& key : keys) request.add_keys(key);
+  AttachReleases(request.mutable_released_leases());
   rpc::BatchStatusReply reply;
   absl::Status call = YB_CALL(BatchPutRevoke, request, reply);
   return StatusesFromReply(call, reply, keys.size());
@@ -350,6 +426,7 @@ std::vector<absl::StatusOr<master::ObjectLocation>> MasterClient::BatchGetReplic
   using Result = absl::StatusOr<master::ObjectLocation>;
   rpc::BatchKeysRequest request;
   for (const std::string& key : keys) request.add_keys(key);
+  AttachReleases(request.mutable_released_leases());
   rpc::BatchGetReplicaListReply reply;
   absl::Status status = YB_CALL(BatchGetReplicaList, request, reply);
   if (status.ok()) status = FromRpc(reply.status());
@@ -369,6 +446,7 @@ std::vector<absl::StatusOr<master::ObjectLocation>> MasterClient::BatchGetReplic
     location.size = msg.size();
     location.checksum = msg.checksum();
     location.lease_ttl = std::chrono::milliseconds(msg.lease_ttl_ms());
+    location.lease_id = msg.lease_id();
     for (const rpc::ReplicaMsg& r : msg.replicas()) location.replicas.push_back(FromRpc(r));
     out.emplace_back(std::move(location));
   }
@@ -378,6 +456,7 @@ std::vector<absl::StatusOr<master::ObjectLocation>> MasterClient::BatchGetReplic
 absl::StatusOr<std::vector<bool>> MasterClient::BatchExist(const std::vector<std::string>& keys) {
   rpc::BatchKeysRequest request;
   for (const std::string& key : keys) request.add_keys(key);
+  AttachReleases(request.mutable_released_leases());
   rpc::BatchExistReply reply;
   YB_RETURN_IF_ERROR(YB_CALL(BatchExist, request, reply));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));
@@ -392,6 +471,7 @@ std::vector<absl::Status> MasterClient::BatchRemove(const std::vector<std::strin
   rpc::BatchKeysRequest request;
   for (const std::string& key : keys) request.add_keys(key);
   request.set_force(force);
+  AttachReleases(request.mutable_released_leases());
   rpc::BatchStatusReply reply;
   absl::Status call = YB_CALL(BatchRemove, request, reply);
   return StatusesFromReply(call, reply, keys.size());

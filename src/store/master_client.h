@@ -10,7 +10,11 @@
 // not-leader answer is retried once against the re-read leader within the same deadline. A call
 // never outlives its deadline, including the etcd lookup.
 //
-// Implements MasterApi (src/store/master_api.h) and follows its contract.
+// Implements MasterApi (src/store/master_api.h) and follows its contract. Released read leases
+// are queued and ride along with the next BatchPutStart, BatchPutRevoke, BatchGetReplicaList,
+// BatchExist or BatchRemove; a background thread sends them on their own (ReleaseLeases RPC)
+// when no such call goes out within kReleaseDelay. Releases queued under one master term are
+// dropped when a newer term is seen (a new leader does not know those leases).
 // Thread safety: all methods are thread-safe.
 // Errors: kRpcFail (-900) when the master cannot be reached in time or refuses the call; otherwise
 // the master's code (see master_service.h).
@@ -21,15 +25,21 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rpc/master_rpc_security.h"
 #include "store/master_api.h"
+#include "yuebing/common/mutex.h"
 #include "yuebing/master/types.h"
 
 namespace yuebing::store {
+
+// How long a released lease may wait for a call to ride along with before it is sent alone.
+inline constexpr std::chrono::milliseconds kReleaseDelay{2};
 
 class MasterClient final : public MasterApi {
  public:
@@ -57,6 +67,7 @@ class MasterClient final : public MasterApi {
                                            const std::vector<std::string>& keys) override;
   std::vector<absl::StatusOr<master::ObjectLocation>> BatchGetReplicaList(
       const std::vector<std::string>& keys) override;
+  void ReleaseLeases(std::vector<uint64_t> lease_ids) override;
   absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) override;
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
   absl::StatusOr<uint64_t> GetSize(const std::string& key) override;
@@ -79,10 +90,22 @@ class MasterClient final : public MasterApi {
 
  private:
   MasterClient(std::string address, std::unique_ptr<Impl> impl);
+  // Up to limits::kMaxBatchKeys queued releases, for a request about to go out.
+  template <typename Ids>
+  void AttachReleases(Ids* ids);
+  std::vector<uint64_t> TakeReleases();
+  void FlushLoop();
+
   const std::string address_;
   std::unique_ptr<Impl> impl_;
   std::atomic<uint64_t> max_term_{0};
   std::function<void(uint64_t)> on_new_term_;
+
+  yuebing::Mutex release_mu_;
+  std::vector<uint64_t> releases_ ABSL_GUARDED_BY(release_mu_);
+  uint64_t releases_term_ ABSL_GUARDED_BY(release_mu_) = 0;  // the term they were granted under
+  bool stopping_ ABSL_GUARDED_BY(release_mu_) = false;
+  std::thread flusher_;
 };
 
 }  // namespace yuebing::store

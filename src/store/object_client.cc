@@ -277,6 +277,8 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
   std::vector<std::vector<Replica>> candidates(n);
   std::vector<size_t> next(n, 0);
   std::vector<bool> checksum_failed(n, false);
+  // A request that timed out may still be moving bytes: its object's lease is left to expire.
+  std::vector<bool> maybe_in_flight(n, false);
   std::vector<size_t> pending;
   for (size_t i = 0; i < n; ++i) {
     const auto& location = lookup.locations[i];
@@ -357,6 +359,7 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
       if (statuses[k].state != TransferState::kCompleted) {
         failed[owner[k]] = true;
         reasons[owner[k]] = statuses[k].reason;
+        if (statuses[k].state == TransferState::kTimeout) maybe_in_flight[owner[k]] = true;
       }
     }
     std::vector<size_t> still_pending;
@@ -408,6 +411,15 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
     }
     pending.swap(still_pending);
   }
+  // The reads are over: end their leases so that the master may free or evict at once.
+  std::vector<uint64_t> leases;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& location = lookup.locations[i];
+    if (location.ok() && location->lease_id != 0 && !maybe_in_flight[i]) {
+      leases.push_back(location->lease_id);
+    }
+  }
+  master_->ReleaseLeases(std::move(leases));
   return results;
 }
 

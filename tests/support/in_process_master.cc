@@ -1,11 +1,13 @@
 #include "support/in_process_master.h"
 
+#include <algorithm>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "master/request_rules.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 
 namespace yuebing::test_support {
 namespace {
@@ -181,6 +183,15 @@ std::vector<absl::StatusOr<master::ObjectLocation>> InProcessMasterApi::BatchGet
     }
   });
   return call.ok() ? results : Repeat<Result>(keys.size(), call);
+}
+
+void InProcessMasterApi::ReleaseLeases(std::vector<uint64_t> lease_ids) {
+  for (size_t start = 0; start < lease_ids.size(); start += limits::kMaxBatchKeys) {
+    const size_t end = std::min(lease_ids.size(), start + limits::kMaxBatchKeys);
+    std::vector<uint64_t> chunk(lease_ids.begin() + start, lease_ids.begin() + end);
+    (void)Call("ReleaseLeases",
+               [&](master::MasterService& service) { (void)service.ReleaseLeases(chunk); });
+  }
 }
 
 absl::StatusOr<std::vector<bool>> InProcessMasterApi::BatchExist(
