@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import new_store
 from yuebing.store import MooncakeDistributedStore, ReplicateConfig, SoftPinAction
 
 INVALID_PARAMS = -600
@@ -409,13 +410,33 @@ def test_remove(store):
     assert store.remove("") == INVALID_PARAMS
 
 
-def test_remove_respects_read_leases_unless_forced(store):
+def test_a_finished_read_ends_its_lease_so_remove_works_at_once(store):
+    # Upstream's leases last default_kv_lease_ttl after a get; ours end when the read is over
+    # (the release rides along with the next call), so a plain remove succeeds right away.
     assert store.put("leased", b"x" * 1000) == 0
-    assert store.get("leased") == b"x" * 1000  # grants a read lease
-    assert store.remove("leased") == OBJECT_HAS_LEASE
-    assert store.is_exist("leased") == 1
-    assert store.remove("leased", force=True) == 0
+    assert store.get("leased") == b"x" * 1000
+    assert store.remove("leased") == 0
     assert store.is_exist("leased") == 0
+    assert store.put("forced", b"y" * 1000) == 0
+    assert store.remove("forced", force=True) == 0
+    assert store.remove("forced") == OBJECT_NOT_FOUND
+
+
+def test_churn_of_more_than_the_capacity_within_one_lease_never_runs_out_of_space(
+        private_cluster):
+    # put, read and remove 2.5 x a 32 MB store in 2 MiB objects, far quicker than the master's
+    # 10 s lease: every put finds room because each read's lease ended with the read.
+    cluster = private_cluster(stores=1, store_size="32MB")
+    store = new_store(cluster.master_address)
+    try:
+        value = bytes(range(256)) * (8 << 10)  # 2 MiB
+        for i in range(40):
+            key = f"churn-{i}"
+            assert store.put(key, value) == 0, f"put {i} refused"
+            assert store.get(key) == value
+            assert store.remove(key) == 0
+    finally:
+        store.close()
 
 
 def test_batch_remove(store):
