@@ -79,6 +79,38 @@ TEST(ObjectTableTest, ManyKeysSurviveChurnAndCompaction) {
   EXPECT_LE(table.index_limit(), static_cast<uint32_t>(kKeys));
 }
 
+// Keys too long to share a chunk: repacking them in the same chunks after erasures keeps every
+// survivor intact, and the chunks past them are freed.
+TEST(ObjectTableTest, LongKeysSurviveCompactionInPlace) {
+  ObjectTable table;
+  auto key = [](int i) {
+    return absl::StrCat(i, "-", std::string(33 * 1024 + i * 7, 'a' + i % 26));
+  };
+  constexpr int kKeys = 40;
+  for (int i = 0; i < kKeys; ++i) ASSERT_NE(table.Insert(key(i)), ObjectTable::kNone) << i;
+  const size_t full = table.MemoryBytes();
+  for (int i = 0; i < kKeys; ++i) {
+    if (i % 4 != 0) table.Erase(table.Find(key(i)));
+  }
+  for (int i = 0; i < kKeys; ++i) {
+    const uint32_t idx = table.Find(key(i));
+    if (i % 4 != 0) {
+      EXPECT_EQ(idx, ObjectTable::kNone) << i;
+    } else {
+      ASSERT_NE(idx, ObjectTable::kNone) << i;
+      EXPECT_EQ(table.key(idx), key(i));
+    }
+  }
+  EXPECT_LT(table.MemoryBytes(), full);
+  for (int i = kKeys; i < 2 * kKeys; ++i) ASSERT_NE(table.Insert(key(i)), ObjectTable::kNone);
+  for (int i = 0; i < 2 * kKeys; ++i) {
+    if (i < kKeys && i % 4 != 0) continue;
+    const uint32_t idx = table.Find(key(i));
+    ASSERT_NE(idx, ObjectTable::kNone) << i;
+    EXPECT_EQ(table.key(idx), key(i));
+  }
+}
+
 // Churn with fresh keys and almost nothing live (the master under put/get/remove of new keys):
 // the table's memory must stay at its warm-up size however many keys pass through, not grow
 // with the key garbage up to a fixed per-table minimum before compacting (with the master's 64
