@@ -16,13 +16,14 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: yuebing-bench <transfer|socket|memcpy|store|replay|spill> [--flags]\n"
+    "usage: yuebing-bench <transfer|socket|memcpy|store|replay|spill|churn> [--flags]\n"
     "  transfer  transfer engine throughput/latency (--mode=target|initiator)\n"
     "  socket    raw loopback TCP baseline (--mode=server|client [--pingpong])\n"
     "  memcpy    single-thread memcpy baseline\n"
     "  store     store put/get/exist against a cluster (--master_server_address)\n"
     "  replay    trace replay against a cluster: hit rate vs an ideal LRU (--trace)\n"
     "  spill     disk tier spill + read-back throughput (--spill_bytes, --block_size)\n"
+    "  churn     put/get/remove of fresh keys in a loop (--block_size, --batch_size, --duration)\n"
     "Run `yuebing-bench transfer --helpfull` for every flag.";
 
 }  // namespace
@@ -56,6 +57,8 @@ int main(int argc, char** argv) {
     status = yuebing::bench::RunReplayBench();
   } else if (command == "spill") {
     status = yuebing::bench::RunSpillBench();
+  } else if (command == "churn") {
+    status = yuebing::bench::RunChurnBench();
   } else {
     std::fprintf(stderr, "unknown subcommand: %s\n%s\n", command.c_str(), kUsage);
     return 2;

@@ -18,5 +18,7 @@ absl::Status RunStoreBench();
 absl::Status RunReplayBench();
 // Disk tier spill + read-back throughput against a running cluster (spill_bench.cc).
 absl::Status RunSpillBench();
+// Put/get/remove of fresh keys in a loop against a running cluster (churn_bench.cc).
+absl::Status RunChurnBench();
 
 }  // namespace yuebing::bench

@@ -4,7 +4,8 @@
 //   - entries live in fixed chunks of 1024 ObjectEntry (64 bytes each), addressed by a uint32
 //     index; free entries are chained through key_ref;
 //   - key bytes live back to back in 64 KiB arena chunks; an entry holds the arena offset and
-//     length; erased keys become garbage that is compacted away once it outweighs live keys;
+//     length; erased keys become garbage that is compacted away once it outweighs live keys
+//     and a quarter of the entries' bytes (at least 16 KiB), so it stays bounded under churn;
 //   - the hash index is a swiss table of uint32 entry indices (5 bytes a slot) whose hash and
 //     equality read the key through the table, so lookups by key need no std::string.
 //
