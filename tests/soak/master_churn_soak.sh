@@ -11,13 +11,12 @@
 #   tests/soak/master_churn_soak.sh [BUILD_DIR]    (default: build)
 # Exit status: 0 when the RSS stayed within bounds, 1 when it grew too much or the churn client
 # failed (any put, get or remove error, or wrong bytes read), 2 for bad settings.
-# Not part of scripts/test; figures and history in docs/reliability.md ("Master memory under
+# Run by scripts/test with its defaults; figures and history in docs/reliability.md ("Master memory under
 # churn").
 # Environment: DURATION (45), WARMUP (15; must be below DURATION and above the lease TTL),
 # SAMPLE_S (1), BLOCK (4KB), BATCH (64), STORE_SIZE (512MB), MAX_GROWTH_PCT (5),
-# MASTER_FLAGS (extra yuebing-master flags; default "--default_kv_lease_ttl=1000": a removed
-# object's bytes stay retired until the read lease of its get ends, and at ~30k objects/s of 4 KiB
-# the 10 s default lease would hold more than STORE_SIZE and fail puts for space),
+# MASTER_FLAGS (extra yuebing-master flags; default none: the master's defaults, 10 s lease;
+# leases end with each read, so removed objects' bytes are freed at once),
 # SAMPLES_OUT (file to write "seconds rss_kb objects" samples to; default: none),
 # MASTER_WRAPPER (a command the master runs under, e.g. "valgrind --tool=massif"; default: none).
 set -euo pipefail
@@ -31,7 +30,7 @@ BATCH="${BATCH:-64}"
 STORE_SIZE="${STORE_SIZE:-512MB}"
 MAX_GROWTH_PCT="${MAX_GROWTH_PCT:-5}"
 read -r -a MASTER_WRAP <<<"${MASTER_WRAPPER:-}"
-read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS---default_kv_lease_ttl=1000}"
+read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS-}"
 if ((WARMUP >= DURATION)); then
   echo "WARMUP ($WARMUP) must be below DURATION ($DURATION)" >&2
   exit 2
