@@ -6,9 +6,9 @@
 #   bench/run_replay.sh [BUILD_DIR]    (default: build)
 # Environment: BLOCK_BYTES (16KB), STORE_SIZE per store (128MB), MAX_REQUESTS (0: all),
 # TRACE (bench/traces/conversation_trace.jsonl), REPORT (text|json), MASTER_FLAGS (extra
-# yuebing-master flags; default "--default_kv_lease_ttl=100": the replay runs the hour-long trace
-# about 200x faster than recorded, so the 10 s default read lease is scaled down with it; a
-# leased object cannot be evicted, and a 10 s lease here would pin most of the trace).
+# yuebing-master flags; default none: the master's defaults. Read leases end with each read, so
+# the 10 s default lease no longer pins blocks while the replay runs the trace ~200x faster than
+# recorded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
@@ -17,7 +17,7 @@ STORE_SIZE="${STORE_SIZE:-128MB}"
 MAX_REQUESTS="${MAX_REQUESTS:-0}"
 TRACE="${TRACE:-bench/traces/conversation_trace.jsonl}"
 REPORT="${REPORT:-text}"
-read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS---default_kv_lease_ttl=100}"
+read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS-}"
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
