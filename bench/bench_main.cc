@@ -16,7 +16,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: yuebing-bench <transfer|socket|memcpy|store|replay|spill|churn> [--flags]\n"
+    "usage: yuebing-bench <transfer|socket|memcpy|store|replay|spill|churn|master-rpc> [--flags]\n"
     "  transfer  transfer engine throughput/latency (--mode=target|initiator)\n"
     "  socket    raw loopback TCP baseline (--mode=server|client [--pingpong])\n"
     "  memcpy    single-thread memcpy baseline\n"
@@ -24,6 +24,7 @@ constexpr char kUsage[] =
     "  replay    trace replay against a cluster: hit rate vs an ideal LRU (--trace)\n"
     "  spill     disk tier spill + read-back throughput (--spill_bytes, --block_size)\n"
     "  churn     put/get/remove of fresh keys in a loop (--block_size, --batch_size, --duration)\n"
+    "  master-rpc one-key IsExist round trips to a running master (--duration)\n"
     "Run `yuebing-bench transfer --helpfull` for every flag.";
 
 }  // namespace
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
     status = yuebing::bench::RunSpillBench();
   } else if (command == "churn") {
     status = yuebing::bench::RunChurnBench();
+  } else if (command == "master-rpc") {
+    status = yuebing::bench::RunMasterRpcBench();
   } else {
     std::fprintf(stderr, "unknown subcommand: %s\n%s\n", command.c_str(), kUsage);
     return 2;

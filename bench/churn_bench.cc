@@ -22,8 +22,8 @@
 
 ABSL_DECLARE_FLAG(std::string, master_server_address);
 ABSL_DECLARE_FLAG(std::string, store_segment_size);
-ABSL_FLAG(bool, churn_force, true,
-          "churn: remove with force (the read lease of the get does not hold the remove back)");
+ABSL_FLAG(bool, churn_force, false,
+          "churn: remove with force (a plain remove works once the get has released its lease)");
 
 namespace yuebing::bench {
 

@@ -20,5 +20,8 @@ absl::Status RunReplayBench();
 absl::Status RunSpillBench();
 // Put/get/remove of fresh keys in a loop against a running cluster (churn_bench.cc).
 absl::Status RunChurnBench();
+// Latency of one control-plane round trip (single-key IsExist) to a running master
+// (master_rpc_bench.cc).
+absl::Status RunMasterRpcBench();
 
 }  // namespace yuebing::bench

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# What one control-plane round trip costs on this machine, against the floor of a raw socket:
+# starts a yuebing-master on 127.0.0.1, then in REPEAT interleaved rounds runs
+#   - raw TCP ping-pong of a MESSAGE-byte message (8-byte reply), client blocking in recv();
+#   - the same with the client spinning on the reply;
+#   - `yuebing-bench master-rpc`: single-key IsExist calls (one gRPC BatchExist) from a store
+#     client, one at a time;
+# and prints the medians of their p50/p99 and the ratio of the RPC's p50 to the blocking
+# ping-pong's (gRPC's client waits in the kernel too, so that is the comparable floor).
+#   bench/run_master_rpc_bench.sh [BUILD_DIR]    (default: build)
+# Environment: DURATION seconds per run (3), REPEAT rounds (3), MESSAGE bytes (64).
+# Exit status: 0 when every run succeeded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${1:-build}"
+BIN="$BUILD/bench/yuebing-bench"
+DURATION="${DURATION:-3}"
+REPEAT="${REPEAT:-3}"
+MESSAGE="${MESSAGE:-64}"
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+RPC_PORT=$(free_port)
+METRICS_PORT=$(free_port)
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_line() {  # <file> <text>: bounded (10 s) wait until the file contains the text
+  for _ in $(seq 1 200); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "timed out waiting for '$2' in $1:" >&2
+  cat "$1" >&2
+  return 1
+}
+field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2 | tr -d '"'; }
+
+"$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
+  --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
+PIDS+=($!)
+wait_line "$WORK/master.log" "yuebing-master listening"
+
+declare -A P50 P99
+pingpong() {  # <label> [--busy_poll]
+  local port out server
+  port=$(free_port)
+  timeout 60 "$BIN" socket --mode=server --port="$port" --duration=30 >/dev/null 2>&1 &
+  server=$!
+  sleep 0.2
+  out=$(timeout 60 "$BIN" socket --mode=client --port="$port" --pingpong "${@:2}" \
+    --block_size="$MESSAGE" --duration="$DURATION" --report=json | grep '^{' | tail -1)
+  wait "$server" || true
+  P50[$1]+="$(field "$out" rtt_p50_us) "
+  P99[$1]+="$(field "$out" rtt_p99_us) "
+}
+for round in $(seq 1 "$REPEAT"); do
+  echo "round $round/$REPEAT" >&2
+  pingpong pingpong
+  pingpong pingpong_spin --busy_poll
+  out=$(timeout 120 "$BIN" master-rpc --master_server_address="127.0.0.1:$RPC_PORT" \
+    --duration="$DURATION" --report=json 2>"$WORK/rpc.err" | grep '^{' | tail -1) || {
+    cat "$WORK/rpc.err" >&2
+    exit 1
+  }
+  P50[rpc]+="$(field "$out" rpc_p50_us) "
+  P99[rpc]+="$(field "$out" rpc_p99_us) "
+done
+
+median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+printf '\nmaster control-plane round trip, 127.0.0.1, %s CPUs, %s\n' "$(nproc)" \
+  "$(date -u +%Y-%m-%dT%H:%MZ)"
+printf 'median of %s rounds of %s s runs; ping-pong message %s bytes\n' "$REPEAT" "$DURATION" \
+  "$MESSAGE"
+for label in pingpong pingpong_spin rpc; do
+  printf '%-40s p50 %8.1f us   p99 %8.1f us\n' \
+    "$(case $label in pingpong) echo "raw TCP ping-pong, blocking";;
+       pingpong_spin) echo "raw TCP ping-pong, client spins";;
+       rpc) echo "IsExist (gRPC BatchExist, 1 key)";; esac)" \
+    "$(median "${P50[$label]}")" "$(median "${P99[$label]}")"
+done
+awk -v r="$(median "${P50[rpc]}")" -v b="$(median "${P50[pingpong]}")" \
+  'BEGIN { printf "RPC p50 / blocking ping-pong p50: %.2f (issue #14 target <= 2.0)\n", r / b }'
