@@ -39,9 +39,8 @@ absl::Status RunMasterRpcBench() {
     const auto after = Clock::now();
     if (!exists.ok()) return exists.status();
     if (*exists) return absl::InternalError(absl::StrCat("'", key, "' should not exist"));
-    latency.Record(
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(after - before)
-                                  .count()));
+    latency.Record(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(after - before).count()));
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   Report report;

@@ -262,8 +262,7 @@ void MasterClient::ReleaseLeases(std::vector<uint64_t> lease_ids) {
   releases_.insert(releases_.end(), lease_ids.begin(), lease_ids.end());
 }
 
-std::vector<uint64_t> MasterClient::TakeReleases() {
-  yuebing::MutexLock lock(&release_mu_);
+std::vector<uint64_t> MasterClient::TakeReleasesLocked() {
   std::vector<uint64_t> taken;
   if (releases_term_ != max_term_.load()) {
     releases_.clear();
@@ -280,7 +279,13 @@ std::vector<uint64_t> MasterClient::TakeReleases() {
 
 template <typename Ids>
 void MasterClient::AttachReleases(Ids* ids) {
-  for (uint64_t id : TakeReleases()) ids->Add(id);
+  const yuebing::Condition not_flushing(
+      +[](MasterClient* self) ABSL_NO_THREAD_SAFETY_ANALYSIS { return !self->flushing_; }, this);
+  yuebing::MutexLock lock(&release_mu_);
+  // Releases a flush is sending now were queued before this call: let them arrive first (bounded
+  // by the flush's own deadline; past it, best effort).
+  release_mu_.AwaitWithTimeout(not_flushing, absl::FromChrono(impl_->timeout));
+  for (uint64_t id : TakeReleasesLocked()) ids->Add(id);
 }
 
 void MasterClient::FlushLoop() {
@@ -299,17 +304,18 @@ void MasterClient::FlushLoop() {
     // Give a call about to go out the chance to carry them.
     release_mu_.AwaitWithTimeout(stop_or_taken, absl::FromChrono(kReleaseDelay));
     if (stopping_) return;
-    if (releases_.empty()) continue;
+    std::vector<uint64_t> ids = TakeReleasesLocked();
+    if (ids.empty()) continue;
+    flushing_ = true;
     release_mu_.Unlock();
     rpc::ReleaseLeasesRequest request;
-    AttachReleases(request.mutable_lease_ids());
-    if (!request.lease_ids().empty()) {
-      rpc::ReleaseLeasesReply reply;
-      absl::Status status = YB_CALL(ReleaseLeases, request, reply);
-      if (status.ok()) status = FromRpc(reply.status());
-      if (!status.ok()) YB_LOG_DEBUG("releasing read leases: {}", status.ToString());
-    }
+    request.mutable_lease_ids()->Add(ids.begin(), ids.end());
+    rpc::ReleaseLeasesReply reply;
+    absl::Status status = YB_CALL(ReleaseLeases, request, reply);
+    if (status.ok()) status = FromRpc(reply.status());
+    if (!status.ok()) YB_LOG_DEBUG("releasing read leases: {}", status.ToString());
     release_mu_.Lock();
+    flushing_ = false;
   }
 }
 

@@ -90,10 +90,12 @@ class MasterClient final : public MasterApi {
 
  private:
   MasterClient(std::string address, std::unique_ptr<Impl> impl);
-  // Up to limits::kMaxBatchKeys queued releases, for a request about to go out.
+  // Adds up to limits::kMaxBatchKeys queued releases to a request about to go out, after any
+  // flush in flight has been answered (so the request cannot overtake releases queued before it).
   template <typename Ids>
   void AttachReleases(Ids* ids);
-  std::vector<uint64_t> TakeReleases();
+  // Takes up to limits::kMaxBatchKeys queued releases (none when the term changed).
+  std::vector<uint64_t> TakeReleasesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_);
   void FlushLoop();
 
   const std::string address_;
@@ -105,6 +107,7 @@ class MasterClient final : public MasterApi {
   std::vector<uint64_t> releases_ ABSL_GUARDED_BY(release_mu_);
   uint64_t releases_term_ ABSL_GUARDED_BY(release_mu_) = 0;  // the term they were granted under
   bool stopping_ ABSL_GUARDED_BY(release_mu_) = false;
+  bool flushing_ ABSL_GUARDED_BY(release_mu_) = false;  // a ReleaseLeases RPC is in flight
   std::thread flusher_;
 };
 
