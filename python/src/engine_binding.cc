@@ -48,6 +48,8 @@ using transport::TransferStatus;
 constexpr int kErrInvalidArgument = -1;
 constexpr int kErrAddressNotRegistered = -3;
 constexpr int kErrAddressOverlapped = -7;
+// send_probe gives up on a peer that has not answered its handshake within this time.
+constexpr std::chrono::seconds kProbeTimeout{5};
 
 enum class Opcode { kRead = 0, kWrite = 1 };
 
@@ -290,7 +292,8 @@ class PyTransferEngine {
     std::shared_ptr<TransferEngine> engine = Acquire();
     if (engine == nullptr) return -1;
     py::gil_scoped_release release;
-    return engine->OpenSegment(peer).ok() ? 0 : -1;
+    // A fresh connection and handshake: a peer that died after its handle was cached fails.
+    return engine->Probe(peer, std::chrono::steady_clock::now() + kProbeTimeout).ok() ? 0 : -1;
   }
 
   uintptr_t EnginePtr() {

@@ -208,6 +208,29 @@ absl::StatusOr<uint64_t> ObjectReader::Read(const std::string& segment_name, abs
   return size;
 }
 
+absl::Status ObjectReader::Probe(const std::string& segment_name, SteadyPoint deadline) {
+  absl::StatusOr<HostPort> address = ParseHostPort(segment_name);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "segment names are host:port, got '", segment_name, "': ", address.status().message()));
+  }
+  absl::StatusOr<int> fd = Connect(segment_name, *address, options_, deadline);
+  if (!fd.ok()) {
+    if (absl::IsUnavailable(fd.status()) && std::chrono::steady_clock::now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("probing ", segment_name, " passed its deadline"));
+    }
+    return fd.status();
+  }
+  ReturnIdle(segment_name, *fd);
+  return absl::OkStatus();
+}
+
+absl::Status TransferEngineImpl::Probe(const std::string& segment_name, SteadyPoint deadline) {
+  return object_reader_->Probe(segment_name, std::min(deadline, std::chrono::steady_clock::now() +
+                                                                    options_.request_timeout));
+}
+
 absl::StatusOr<uint64_t> TransferEngineImpl::ReadObject(const std::string& segment_name,
                                                         absl::string_view key,
                                                         absl::Span<const ObjectBuffer> dest,

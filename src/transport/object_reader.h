@@ -46,6 +46,11 @@ class ObjectReader {
                                 absl::Span<const ObjectBuffer> dest,
                                 std::chrono::steady_clock::time_point deadline);
 
+  // Opens and greets a new connection to `segment_name` by `deadline` and pools it (errors as
+  // TransferEngine::Probe).
+  absl::Status Probe(const std::string& segment_name,
+                     std::chrono::steady_clock::time_point deadline);
+
   // Idle connections pooled now, over all segments (for tests).
   size_t IdleConnections() const;
 

@@ -79,6 +79,8 @@ class TransferEngineImpl final : public TransferEngine {
                                       absl::Span<const ObjectBuffer> dest,
                                       std::chrono::steady_clock::time_point deadline) override;
   using TransferEngine::ReadObject;
+  absl::Status Probe(const std::string& segment_name,
+                     std::chrono::steady_clock::time_point deadline) override;
 
  private:
   absl::Status Register(const RegisteredBuffer& buffer);

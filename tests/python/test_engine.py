@@ -1,6 +1,8 @@
 """yuebing.engine.TransferEngine: Mooncake's Python transfer engine API, two engines in one
 process (P2PHANDSHAKE, no servers needed)."""
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -228,6 +230,29 @@ def test_get_first_buffer_address(pair):
 def test_send_probe(pair):
     initiator, target, _ = pair
     assert initiator.send_probe(target.get_session_id()) == 0
+
+
+def test_send_probe_reports_a_peer_that_died_after_it_was_reached():
+    # The peer is another process; after the initiator reached it (and cached its segment), the
+    # process is killed: the probe must contact the peer, not trust the cached handle.
+    code = ("import sys\n"
+            "from yuebing.engine import TransferEngine\n"
+            "e = TransferEngine()\n"
+            "assert e.initialize('127.0.0.1', 'P2PHANDSHAKE', 'tcp', '') == 0\n"
+            "print(e.get_session_id(), flush=True)\n"
+            "sys.stdin.read()\n")
+    peer = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    engine = new_engine()
+    try:
+        session = peer.stdout.readline().strip()
+        assert session
+        assert engine.send_probe(session) == 0
+        engine.get_first_buffer_address(session)  # opens and caches the peer's segment
+    finally:
+        peer.kill()
+        peer.wait(timeout=10)
+    assert engine.send_probe(session) == -1
 
 
 def test_registration_codes():

@@ -312,3 +312,29 @@ TEST_F(ObjectReaderPoolTest, RestartedTargetIsReadOverAFreshConnection) {
 
 }  // namespace
 }  // namespace yuebing::transport
+
+namespace yuebing::transport {
+namespace {
+
+TEST_F(ReadObjectTest, ProbeContactsThePeerEveryTime) {
+  const std::string segment = server_->LocalSegmentName();
+  EXPECT_TRUE(reader_->Probe(segment, In(milliseconds(5000))).ok());
+  ASSERT_TRUE(reader_->OpenSegment(segment).ok());  // a cached handle does not answer for it
+  server_.reset();
+  absl::Status gone = reader_->Probe(segment, In(milliseconds(2000)));
+  EXPECT_EQ(gone.code(), absl::StatusCode::kUnavailable) << gone;
+  EXPECT_EQ(reader_->Probe("no port", In(milliseconds(1000))).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  uint16_t port = 0;  // a listener that never accepts: the handshake gets no answer
+  absl::StatusOr<int> listener = ListenTcp("127.0.0.1", 0, &port);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const auto start = Clock::now();
+  absl::Status silent = reader_->Probe(absl::StrCat("127.0.0.1:", port), In(milliseconds(300)));
+  EXPECT_EQ(silent.code(), absl::StatusCode::kDeadlineExceeded) << silent;
+  EXPECT_LT(Clock::now() - start, milliseconds(2000));
+  CloseFd(*listener);
+}
+
+}  // namespace
+}  // namespace yuebing::transport

@@ -240,6 +240,13 @@ class TransferEngine {
     return ReadObject(segment_name, key, absl::MakeConstSpan(&piece, 1), deadline);
   }
 
+  // Checks that the engine serving `segment_name` ("host:port") answers now: a new connection,
+  // the cluster-secret handshake and HELLO, by `deadline` (never a cached handle's word). The
+  // connection is kept for later ReadObject calls. Errors: kInvalidArgument (bad name),
+  // kUnavailable (refused, reset, a target of another name, bad secret), kDeadlineExceeded.
+  virtual absl::Status Probe(const std::string& segment_name,
+                             std::chrono::steady_clock::time_point deadline) = 0;
+
   // Convenience: allocate a batch, submit, WaitAndFreeBatch (so bounded as it is); returns the
   // final statuses. Errors: only those of AllocateBatch/SubmitTransfer.
   absl::StatusOr<std::vector<TransferStatus>> TransferSyncStatuses(
