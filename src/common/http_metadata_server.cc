@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/http_bind.h"
 #include "common/http_metadata_server_internal.h"
@@ -22,7 +24,8 @@ namespace {
 constexpr auto kStartupTimeout = std::chrono::seconds(5);
 // Bounds how long the destructor may wait for an idle keep-alive connection to be dropped.
 constexpr time_t kKeepAliveTimeoutSec = 2;
-constexpr const char* kTextPlain = "text/plain";
+// Upstream's server labels every reply, error texts included, as JSON; callers may check it.
+constexpr const char* kContentType = "application/json";
 
 constexpr int kOk = 200;
 constexpr int kBadRequest = 400;
@@ -70,18 +73,15 @@ class HttpMetadataServerImpl final : public HttpMetadataServer {
 
 void Reply(httplib::Response& res, int status, std::string body) {
   res.status = status;
-  res.set_content(std::move(body), kTextPlain);
+  res.set_content(std::move(body), kContentType);
 }
 
 bool HttpMetadataServerImpl::KeyOf(const httplib::Request& req, httplib::Response& res,
                                    std::string* key) const {
-  if (!req.has_param("key")) {
-    Reply(res, kBadRequest, "missing query parameter 'key'\n");
-    return false;
-  }
-  *key = req.get_param_value("key");
+  // As upstream: surrounding whitespace is not part of the key, and a blank key is refused.
+  *key = std::string(absl::StripAsciiWhitespace(req.get_param_value("key")));
   if (key->empty()) {
-    Reply(res, kBadRequest, "empty key\n");
+    Reply(res, kBadRequest, "metadata key is required");
     return false;
   }
   if (key->size() > limits_.max_key_bytes) {
@@ -99,13 +99,12 @@ void HttpMetadataServerImpl::HandleGet(const httplib::Request& req, httplib::Res
     yuebing::MutexLock lock(&mu_);
     auto it = map_.find(key);
     if (it == map_.end()) {
-      Reply(res, kNotFound, "metadata not found\n");
+      Reply(res, kNotFound, "metadata not found");
       return;
     }
     value = it->second;
   }
-  res.status = kOk;
-  res.set_content(std::move(value), "application/octet-stream");
+  Reply(res, kOk, std::move(value));
 }
 
 void HttpMetadataServerImpl::HandlePut(const httplib::Request& req, httplib::Response& res) {
@@ -119,6 +118,16 @@ void HttpMetadataServerImpl::HandlePut(const httplib::Request& req, httplib::Res
   {
     yuebing::MutexLock lock(&mu_);
     auto it = map_.find(key);
+    if (it != map_.end() && absl::StrContains(key, "rpc_meta")) {
+      // As upstream: an engine's RPC address is registered once; a second engine claiming the
+      // same name is refused (the same registration again is not an error).
+      if (it->second == req.body) {
+        Reply(res, kOk, "metadata unchanged");
+      } else {
+        Reply(res, kBadRequest, "Duplicate rpc_meta key not allowed");
+      }
+      return;
+    }
     if (it != map_.end()) {
       it->second = req.body;
     } else if (map_.size() >= limits_.max_keys) {
@@ -128,7 +137,7 @@ void HttpMetadataServerImpl::HandlePut(const httplib::Request& req, httplib::Res
       map_.emplace(std::move(key), req.body);
     }
   }
-  Reply(res, kOk, "metadata updated\n");
+  Reply(res, kOk, "metadata updated");
 }
 
 void HttpMetadataServerImpl::HandleDelete(const httplib::Request& req, httplib::Response& res) {
@@ -140,9 +149,9 @@ void HttpMetadataServerImpl::HandleDelete(const httplib::Request& req, httplib::
     erased = map_.erase(key) > 0;
   }
   if (erased) {
-    Reply(res, kOk, "metadata deleted\n");
+    Reply(res, kOk, "metadata deleted");
   } else {
-    Reply(res, kNotFound, "metadata not found\n");
+    Reply(res, kNotFound, "metadata not found");
   }
 }
 

@@ -27,8 +27,8 @@ static_assert(kMaxShards <= (1u << kShardBits), "shard numbers fit their lease i
 static_assert(kGenerationBits + kSlotBits + kShardBits == 64, "lease ids use all 64 bits");
 
 uint64_t LeaseId(uint32_t shard, uint32_t slot, uint32_t generation) {
-  return (uint64_t{shard} << (kSlotBits + kGenerationBits)) |
-         (uint64_t{slot} << kGenerationBits) | generation;
+  return (uint64_t{shard} << (kSlotBits + kGenerationBits)) | (uint64_t{slot} << kGenerationBits) |
+         generation;
 }
 
 uint32_t NextGeneration(uint32_t generation) {

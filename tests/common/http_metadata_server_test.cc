@@ -136,6 +136,49 @@ TEST_F(HttpMetadataServerTest, MissingOrEmptyKeyIsBadRequest) {
   EXPECT_EQ(server_->KeyCount(), 0u);
 }
 
+TEST_F(HttpMetadataServerTest, KeysAreStrippedAndBlankKeysRefusedAsUpstream) {
+  auto client = NewClient();
+  auto res = client->Put("/metadata?key=%20%20valid%20%20", "value", "application/octet-stream");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "metadata updated");
+  std::string value;
+  EXPECT_EQ(Get("valid", &value), 200);
+  EXPECT_EQ(value, "value");
+  res = client->Put("/metadata?key=%20%20%20", "x", "application/octet-stream");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(res->body, "metadata key is required");
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(server_->KeyCount(), 1u);
+  res = client->Get("/metadata?key=absent");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(res->body, "metadata not found");
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+}
+
+TEST_F(HttpMetadataServerTest, AnRpcMetaKeyIsRegisteredOnce) {
+  auto client = NewClient();
+  const std::string path = PathFor("mooncake/rpc_meta/10.0.0.1:1234");
+  auto res = client->Put(path, "first", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  res = client->Put(path, "first", "application/json");  // the same registration again
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "metadata unchanged");
+  res = client->Put(path, "another engine", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(res->body, "Duplicate rpc_meta key not allowed");
+  std::string value;
+  EXPECT_EQ(Get("mooncake/rpc_meta/10.0.0.1:1234", &value), 200);
+  EXPECT_EQ(value, "first");
+  EXPECT_EQ(Put("yuebing/segment/x", "v1"), 200);  // other keys are overwritten as before
+  EXPECT_EQ(Put("yuebing/segment/x", "v2"), 200);
+}
+
 TEST_F(HttpMetadataServerTest, KeyLimit) {
   const std::string longest(HttpMetadataServer::kMaxKeyBytes, 'k');
   EXPECT_EQ(Put(longest, "v"), 200);
