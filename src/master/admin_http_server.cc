@@ -219,6 +219,14 @@ void AdminHttpServer::Impl::Routes() {
   DataPage("/get_segments_detail",
            [this](const httplib::Request&) { return SegmentsDetailPage(*service_); });
   server_.Post("/api/v1/remove_all", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.allow_remove_all) {
+      res.status = 403;
+      res.set_content(
+          "{\"success\":false,\"error\":\"remove_all over HTTP is off on a master that "
+          "requires a cluster secret; use the authenticated RPC\"}",
+          kAdminJsonType);
+      return;
+    }
     if (!Leading()) return SendStandby(res);
     const std::string force = req.get_param_value("force");
     const uint64_t removed = service_->RemoveAll(force == "true" || force == "1");

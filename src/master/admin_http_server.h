@@ -11,7 +11,8 @@
 //                   with ,"view_version":term added when this master is that leader;
 //                   {"present":false} otherwise (always without HA)
 //   POST /api/v1/remove_all[?force=true|1]  MasterService::RemoveAll(force), answers
-//                   {"success":true,"removed_count":N}; without force leased objects stay
+//                   {"success":true,"removed_count":N}; without force leased objects stay;
+//                   403 when Options::allow_remove_all is false
 // While an HA master is not the leader, the object and segment pages and remove_all answer 503
 // {"success":false,"error_code":-1010,"error_message":"service plane is not active"}, as
 // upstream's standby does.
@@ -47,6 +48,9 @@ class AdminHttpServer {
     // The leader's "host:port" as this master knows it (HA), shown by /leader; empty: unknown.
     // nullptr (no HA): /leader says no leader is present, as upstream's master without HA.
     std::function<std::string()> leader_address;
+    // Serve POST /api/v1/remove_all. The page is unauthenticated, so a master that requires a
+    // cluster secret on its RPCs turns it off (it then answers 403).
+    bool allow_remove_all = true;
   };
 
   // Binds host:port (port 0 picks a free one) and starts serving before returning.

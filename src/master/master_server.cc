@@ -71,6 +71,7 @@ absl::Status MasterServer::Serve() {
   }
   AdminHttpServer::Options admin_options;
   admin_options.term_provider = rpc_options.term_provider;
+  admin_options.allow_remove_all = options_.security.cluster_secret.empty();
   if (options_.ha) {
     admin_options.is_leader = [this] { return IsLeader(); };
     admin_options.leader_address = [this]() -> std::string {

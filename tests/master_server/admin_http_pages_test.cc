@@ -256,5 +256,23 @@ TEST_F(AdminHttpPagesTest, RemoveAllKeepsLeasedObjectsUnlessForced) {
   EXPECT_FALSE(service_->Exist("leased"));
 }
 
+TEST_F(AdminHttpPagesTest, RemoveAllCanBeTurnedOff) {
+  PutObject("k1", 100, "seg-a:1");
+  AdminHttpServer::Options options;
+  options.allow_remove_all = false;
+  auto locked = AdminHttpServer::Start(kHost, 0, service_.get(), &metrics_, options);
+  ASSERT_TRUE(locked.ok()) << locked.status();
+  httplib::Client client(kHost, (*locked)->port());
+  auto res = client.Post("/api/v1/remove_all?force=true");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);
+  EXPECT_THAT(res->body, HasSubstr("\"success\":false"));
+  EXPECT_TRUE(service_->Exist("k1"));
+  // The read-only pages stay.
+  res = client.Get("/get_all_keys");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->body, "k1\n");
+}
+
 }  // namespace
 }  // namespace yuebing::master
