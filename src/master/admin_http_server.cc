@@ -12,7 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/http_bind.h"
+#include "master/admin_http_pages.h"
 #include "yuebing/common/config.h"
+#include "yuebing/common/error_code.h"
 #include "yuebing/common/logging.h"
 
 namespace yuebing::master {
@@ -23,8 +25,17 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr auto kStartupTimeout = std::chrono::seconds(5);
 // Bounds how long the destructor may wait for an idle keep-alive connection to be dropped.
 constexpr time_t kKeepAliveTimeoutSec = 2;
-// Only GETs are served; no request needs a body.
+// No request needs a body (remove_all takes its flag in the query).
 constexpr size_t kMaxBodyBytes = 64 << 10;
+
+// The answer of upstream's standby master to the object and segment pages.
+void SendStandby(httplib::Response& res) {
+  res.status = 503;
+  res.set_content(absl::StrCat("{\"success\":false,\"error_code\":",
+                               static_cast<int32_t>(ErrorCode::kUnavailableInCurrentStatus),
+                               ",\"error_message\":\"service plane is not active\"}"),
+                  kAdminJsonType);
+}
 
 std::string EscapeHtml(const std::string& text) {
   std::string out;
@@ -129,7 +140,7 @@ std::string RenderStatusPage(const MasterStats& stats, const MasterMetrics& metr
 
 class AdminHttpServer::Impl {
  public:
-  Impl(const MasterService* service, const MasterMetrics* metrics, Options options)
+  Impl(MasterService* service, const MasterMetrics* metrics, Options options)
       : service_(service), metrics_(metrics), options_(std::move(options)) {}
 
   ~Impl() {
@@ -142,9 +153,13 @@ class AdminHttpServer::Impl {
 
  private:
   uint64_t Term() const { return options_.term_provider ? options_.term_provider() : 0; }
+  bool Leading() const { return !options_.is_leader || options_.is_leader(); }
   void Routes();
+  // Registers GET `path` serving `page(request)`, or 503 while a standby.
+  void DataPage(const std::string& path, std::function<AdminPage(const httplib::Request&)> page);
+  std::string Summary() const;
 
-  const MasterService* const service_;
+  MasterService* const service_;
   const MasterMetrics* const metrics_;
   const Options options_;
   const SteadyClock::time_point started_ = SteadyClock::now();
@@ -168,6 +183,79 @@ void AdminHttpServer::Impl::Routes() {
     res.set_content(RenderStatusPage(service_->Stats(), *metrics_, Term(), uptime),
                     "text/html; charset=utf-8");
   });
+  server_.Get("/metrics/summary", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Summary(), kAdminTextType);
+  });
+  server_.Get("/role", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Leading() ? "leader" : "standby", "text/plain; charset=utf-8");
+  });
+  server_.Get("/ha_status", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Leading() ? "serving" : "standby", "text/plain; charset=utf-8");
+  });
+  server_.Get("/leader", [this](const httplib::Request&, httplib::Response& res) {
+    const std::string leader = options_.leader_address ? options_.leader_address() : "";
+    std::string body = "{\"present\":false}";
+    if (!leader.empty()) {
+      body = "{\"present\":true,\"leader_address\":";
+      AppendJsonString(&body, leader);
+      // Only the leader knows its term (the leadership key's creation revision).
+      if (Leading()) absl::StrAppend(&body, ",\"view_version\":", Term());
+      body.push_back('}');
+    }
+    res.set_content(body, kAdminJsonType);
+  });
+  DataPage("/get_all_segments",
+           [this](const httplib::Request&) { return AllSegmentsPage(*service_); });
+  DataPage("/get_all_keys", [this](const httplib::Request&) { return AllKeysPage(*service_); });
+  DataPage("/query_key", [this](const httplib::Request& req) {
+    return QueryKeyPage(*service_, req.get_param_value("key"));
+  });
+  DataPage("/batch_query_keys", [this](const httplib::Request& req) {
+    return BatchQueryKeysPage(*service_, req.get_param_value("keys"));
+  });
+  DataPage("/query_segment", [this](const httplib::Request& req) {
+    return QuerySegmentPage(*service_, req.get_param_value("segment"));
+  });
+  DataPage("/get_segments_detail",
+           [this](const httplib::Request&) { return SegmentsDetailPage(*service_); });
+  server_.Post("/api/v1/remove_all", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.allow_remove_all) {
+      res.status = 403;
+      res.set_content(
+          "{\"success\":false,\"error\":\"remove_all over HTTP is off on a master that "
+          "requires a cluster secret; use the authenticated RPC\"}",
+          kAdminJsonType);
+      return;
+    }
+    if (!Leading()) return SendStandby(res);
+    const std::string force = req.get_param_value("force");
+    const uint64_t removed = service_->RemoveAll(force == "true" || force == "1");
+    res.set_content(absl::StrCat("{\"success\":true,\"removed_count\":", removed, "}"),
+                    kAdminJsonType);
+  });
+}
+
+void AdminHttpServer::Impl::DataPage(const std::string& path,
+                                     std::function<AdminPage(const httplib::Request&)> page) {
+  server_.Get(path,
+              [this, page = std::move(page)](const httplib::Request& req, httplib::Response& res) {
+                if (!Leading()) return SendStandby(res);
+                AdminPage answer = page(req);
+                res.status = answer.status;
+                if (answer.truncated) res.set_header("X-Yuebing-Keys-Truncated", "true");
+                res.set_content(std::move(answer.body), answer.content_type);
+              });
+}
+
+std::string AdminHttpServer::Impl::Summary() const {
+  const MasterStats stats = service_->Stats();
+  const bool leading = Leading();
+  return absl::StrFormat(
+      "role=%s, state=%s, service_ready=%s, master={objects=%d, segments=%d, clients=%d, "
+      "used_bytes=%d, capacity_bytes=%d, hits=%d, misses=%d, evicted_objects=%d}, term=%d",
+      leading ? "leader" : "standby", leading ? "serving" : "standby", leading ? "true" : "false",
+      stats.objects, stats.segments.size(), stats.clients, stats.used_bytes, stats.capacity_bytes,
+      metrics_->hits(), metrics_->misses(), stats.evicted_objects, Term());
 }
 
 absl::Status AdminHttpServer::Impl::Serve(const std::string& host, uint16_t port) {
@@ -200,8 +288,8 @@ AdminHttpServer::~AdminHttpServer() = default;
 uint16_t AdminHttpServer::port() const { return impl_->port(); }
 
 absl::StatusOr<std::unique_ptr<AdminHttpServer>> AdminHttpServer::Start(
-    const std::string& host, uint16_t port, const MasterService* service,
-    const MasterMetrics* metrics, Options options) {
+    const std::string& host, uint16_t port, MasterService* service, const MasterMetrics* metrics,
+    Options options) {
   if (service == nullptr || metrics == nullptr) {
     return absl::InvalidArgumentError("admin HTTP server needs a MasterService and MasterMetrics");
   }

@@ -55,6 +55,11 @@ LeaderElection::LeaderElection(Options options, std::unique_ptr<EtcdClient> etcd
 
 LeaderElection::~LeaderElection() { Resign(); }
 
+std::string LeaderElection::KnownLeader() const {
+  yuebing::MutexLock lock(&mu_);
+  return known_leader_;
+}
+
 absl::Status LeaderElection::Admit() const {
   if (leader_.load() && NowNs() < serve_until_ns_.load()) return absl::OkStatus();
   yuebing::MutexLock lock(&mu_);

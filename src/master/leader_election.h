@@ -59,6 +59,9 @@ class LeaderElection {
   bool IsLeader() const { return Admit().ok(); }
   // The term this master leads (0 before it wins an election).
   uint64_t term() const { return term_.load(); }
+  // The leader's advertised address as last seen (this master's own while it leads); empty
+  // when none is known.
+  std::string KnownLeader() const;
 
   // Stops serving at once, stops campaigning and, when leader, revokes the lease so that the key
   // disappears and a standby takes over without waiting for the TTL. Idempotent; bounded by

@@ -203,6 +203,10 @@ class MasterService::Impl {
   // Takes topo_mu_ itself; for batch forms that defer the check to the end.
   void MaybeEvictAboveWatermark() ABSL_LOCKS_EXCLUDED(topo_mu_);
 
+  // admin_queries.cc
+  absl::StatusOr<ObjectLocation> QueryReplicas(const std::string& key);
+  std::vector<std::string> ListKeys(size_t limit, bool* truncated);
+
  private:
   // --- helpers in master_service.cc ---
   absl::Status ValidateKey(absl::string_view key) const;

@@ -71,6 +71,14 @@ absl::Status MasterServer::Serve() {
   }
   AdminHttpServer::Options admin_options;
   admin_options.term_provider = rpc_options.term_provider;
+  admin_options.allow_remove_all = options_.security.cluster_secret.empty();
+  if (options_.ha) {
+    admin_options.is_leader = [this] { return IsLeader(); };
+    admin_options.leader_address = [this]() -> std::string {
+      LeaderElection* election = elected_.load();
+      return election == nullptr ? std::string() : election->KnownLeader();
+    };
+  }
 
   auto rpc = GrpcMasterServer::Start(GrpcAddress(options_.rpc_host, options_.rpc_port),
                                      service_.get(), rpc_options);

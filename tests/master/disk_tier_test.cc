@@ -146,6 +146,30 @@ TEST_F(DiskTierTest, ReportsThatDoNotMatchAreDropped) {
   EXPECT_FALSE(master_->Exist("old"));
 }
 
+TEST_F(DiskTierTest, AdminQueriesSeeDiskOnlyObjects) {
+  PutObject("mem", 7);
+  DiskSyncRequest hello;
+  hello.full = true;
+  hello.announced.push_back(DiskObject{"disk", 5000, 9});
+  Sync(hello);
+  auto location = master_->QueryReplicas("disk");
+  ASSERT_TRUE(location.ok()) << location.status();
+  EXPECT_EQ(location->size, 5000u);
+  EXPECT_EQ(location->checksum, 9u);
+  EXPECT_EQ(location->lease_id, 0u);
+  EXPECT_EQ(location->lease_ttl.count(), 0);
+  ASSERT_EQ(location->replicas.size(), 1u);
+  EXPECT_EQ(location->replicas[0].disk_endpoint, "127.0.0.1:9000");
+  location = master_->QueryReplicas("mem");
+  ASSERT_TRUE(location.ok()) << location.status();
+  EXPECT_EQ(location->lease_id, 0u);
+  ASSERT_EQ(location->replicas.size(), 1u);
+  EXPECT_EQ(location->replicas[0].segment_name, "seg");
+  EXPECT_TRUE(master_->Remove("mem").ok());  // the query granted no lease
+  std::vector<std::string> keys = master_->ListKeys(10);
+  EXPECT_EQ(keys, std::vector<std::string>{"disk"});
+}
+
 TEST_F(DiskTierTest, UnknownStoreMustResyncAndExpiredStoresLoseTheirObjects) {
   DiskSyncRequest partial;
   partial.announced.push_back(DiskObject{"x", 10, 1});

@@ -3,6 +3,7 @@
 // with another one gets UNAUTHENTICATED (kRpcFail) and the master's state is untouched; a TLS
 // master serves TLS clients that trust its CA, and a plaintext client fails within its deadline.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -230,6 +231,14 @@ TEST(MasterAuthProcessTest, MasterAndStoreProcessesWithSecretAndTls) {
   auto stranger = MasterClient::Create(address, kRpcTimeout, Security("", "", "", cert.cert_pem));
   ASSERT_TRUE(stranger.ok());
   EXPECT_FALSE((*stranger)->Ping(kClient).ok());
+  // The unauthenticated admin HTTP port refuses remove_all on a master with a secret.
+  {
+    httplib::Client http("127.0.0.1", cluster.metrics_port());
+    http.set_connection_timeout(std::chrono::seconds(2));
+    auto res = http.Post("/api/v1/remove_all?force=true");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 403);
+  }
 
   // Stores get the secret and the CA from the environment, their stderr joined to stdout.
   const TestCluster::StoreSpec joined{.prefix = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"}};

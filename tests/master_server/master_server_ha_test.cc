@@ -5,12 +5,14 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -119,6 +121,16 @@ TEST(MasterServerTest, BadEtcdEndpointsAreInvalidArgument) {
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The body of GET `path` on the server's admin port, with its status.
+std::pair<int, std::string> AdminGet(const MasterServer& s, const std::string& path) {
+  httplib::Client client("127.0.0.1", s.metrics_port());
+  client.set_connection_timeout(std::chrono::seconds(2));
+  client.set_read_timeout(std::chrono::seconds(5));
+  auto res = client.Get(path);
+  if (!res) return {0, ""};
+  return {res->status, res->body};
+}
+
 class MasterServerHaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -184,6 +196,26 @@ TEST_F(MasterServerHaTest, OneLeadsOneStandsByAndTheStandbyTakesOverAfterStop) {
   EXPECT_FALSE(standby.IsLeader());
   EXPECT_EQ(standby.term(), 0u);
   ExpectRefuses(standby);
+  // The admin pages tell the roles apart.
+  EXPECT_EQ(AdminGet(first, "/role"), std::make_pair(200, std::string("leader")));
+  EXPECT_EQ(AdminGet(first, "/ha_status"), std::make_pair(200, std::string("serving")));
+  EXPECT_EQ(AdminGet(first, "/leader"),
+            std::make_pair(
+                200, absl::StrCat("{\"present\":true,\"leader_address\":\"",
+                                  first.advertise_address(), "\",\"view_version\":", term1, "}")));
+  EXPECT_EQ(AdminGet(first, "/get_all_segments"), std::make_pair(200, std::string()));
+  EXPECT_EQ(AdminGet(standby, "/role"), std::make_pair(200, std::string("standby")));
+  EXPECT_EQ(AdminGet(standby, "/ha_status"), std::make_pair(200, std::string("standby")));
+  // The standby learns the leader's address by polling etcd.
+  const auto deadline = SteadyClock::now() + seconds(10);
+  while (AdminGet(standby, "/leader").second == "{\"present\":false}" &&
+         SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(AdminGet(standby, "/leader"),
+            std::make_pair(200, absl::StrCat("{\"present\":true,\"leader_address\":\"",
+                                             first.advertise_address(), "\"}")));
+  EXPECT_EQ(AdminGet(standby, "/get_all_segments").first, 503);
 
   first.Stop();
   EXPECT_EQ(first.Wait(absl::ZeroDuration()), End::kStopped);

@@ -146,6 +146,14 @@ class MasterService {
 
   MasterStats Stats() const;
 
+  // --- admin queries (read-only: no lease granted, no access recorded, no soft pin extended) ---
+  // The replicas of a complete object, as GetReplicaList would return them, with lease_id 0
+  // and lease_ttl 0. Errors: kInvalidParams (bad key), kObjectNotFound.
+  absl::StatusOr<ObjectLocation> QueryReplicas(const std::string& key) const;
+  // Keys of complete objects (in memory or only on a disk tier), unordered, at most `limit`;
+  // `*truncated` (when given) tells whether more exist. Walks every shard: O(objects).
+  std::vector<std::string> ListKeys(size_t limit, bool* truncated = nullptr) const;
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

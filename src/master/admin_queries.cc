@@ -1,0 +1,74 @@
+// MasterService's read-only admin queries (the admin HTTP pages): they look at the object index
+// without granting leases or touching eviction order.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "master/master_impl.h"
+#include "yuebing/common/error_code.h"
+#include "yuebing/common/status.h"
+#include "yuebing/master/master_service.h"
+
+namespace yuebing::master {
+
+absl::StatusOr<ObjectLocation> MasterService::Impl::QueryReplicas(const std::string& key) {
+  YB_RETURN_IF_ERROR(ValidateKey(key));
+  yuebing::ReaderMutexLock topo(&topo_mu_);
+  Shard& s = ShardFor(key);
+  yuebing::MutexLock lock(&s.mu);
+  const uint32_t index = s.table.Find(key);
+  if (index == ObjectTable::kNone) {
+    if (auto disk = s.disk.find(key); disk != s.disk.end()) {
+      ObjectLocation location = DiskLocation(disk->second);
+      location.lease_ttl = std::chrono::milliseconds(0);
+      return location;
+    }
+    return MakeError(ErrorCode::kObjectNotFound, "no such object");
+  }
+  const ObjectEntry& entry = s.table.at(index);
+  if (!(entry.flags & kEntryComplete))
+    return MakeError(ErrorCode::kObjectNotFound, "no such object");
+  ObjectLocation location;
+  location.size = entry.size;
+  location.checksum = entry.aux;
+  location.replicas = ToReplicas(ReplicasOf(s, index), entry.size);
+  return location;
+}
+
+std::vector<std::string> MasterService::Impl::ListKeys(size_t limit, bool* truncated) {
+  std::vector<std::string> keys;
+  bool more = false;
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    Shard& s = *shard;
+    yuebing::MutexLock lock(&s.mu);
+    for (uint32_t i = 0; i < s.table.index_limit() && !more; ++i) {
+      if (!(s.table.at(i).flags & kEntryComplete)) continue;  // unused or unfinished
+      if (keys.size() == limit) {
+        more = true;
+      } else {
+        keys.emplace_back(s.table.key(i));
+      }
+    }
+    for (const auto& [key, entry] : s.disk) {
+      if (more) break;
+      if (keys.size() == limit) {
+        more = true;
+      } else {
+        keys.push_back(key);
+      }
+    }
+    if (more) break;
+  }
+  if (truncated != nullptr) *truncated = more;
+  return keys;
+}
+
+absl::StatusOr<ObjectLocation> MasterService::QueryReplicas(const std::string& key) const {
+  return impl_->QueryReplicas(key);
+}
+
+std::vector<std::string> MasterService::ListKeys(size_t limit, bool* truncated) const {
+  return impl_->ListKeys(limit, truncated);
+}
+
+}  // namespace yuebing::master
