@@ -38,3 +38,25 @@ def store() -> None:
 
 def metadata_server() -> None:
     _exec("yuebing-metadata-server")
+
+
+def _without_log_level(args: list) -> list:
+    """`args` without upstream's `--log-level LEVEL` / `--log-level=LEVEL` (Python logging levels;
+    the C++ server logs at info), everything else kept for the binary to parse."""
+    kept = []
+    skip_value = False
+    for arg in args:
+        if skip_value:
+            skip_value = False
+        elif arg in ("--log-level", "--log_level"):
+            skip_value = True
+        elif not arg.startswith(("--log-level=", "--log_level=")):
+            kept.append(arg)
+    return kept
+
+
+def upstream_metadata_server() -> None:
+    """`mooncake_http_metadata_server` and `python -m mooncake.http_metadata_server`: upstream's
+    command line (`--host`, `--port`, `--log-level`) on yuebing-metadata-server."""
+    sys.argv[1:] = _without_log_level(sys.argv[1:])
+    _exec("yuebing-metadata-server")

@@ -82,3 +82,47 @@ def test_quick_start_master_store_put_get(scripts, master_argv):
             store_server.stop()
         master.stop()
     assert master.proc.returncode == 0, "\n".join(master.lines[-20:])
+
+
+def _wait_for_metadata_server(port: int, timeout: float = 15.0) -> None:
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize("how", ["python -m mooncake.http_metadata_server",
+                                 "mooncake_http_metadata_server"])
+def test_upstream_metadata_server_command_lines(scripts, how):
+    # SGLang's and upstream's docs start the metadata server with these command lines and flags
+    # (`--log-level` is a Python logging level upstream; accepted and dropped here).
+    import sys
+    import urllib.request
+
+    port = free_port()
+    flags = ["--port", str(port), "--host", "127.0.0.1", "--log-level", "INFO"]
+    if how.startswith("python"):
+        argv = [sys.executable, "-m", "mooncake.http_metadata_server", *flags]
+    else:
+        argv = [str(scripts[how]), *flags]
+    server = Process(argv, how)
+    try:
+        _wait_for_metadata_server(port)
+        url = f"http://127.0.0.1:{port}/metadata?key=%20upstream-key%20"
+        put = urllib.request.Request(url, data=b"value", method="PUT")
+        with urllib.request.urlopen(put, timeout=5) as reply:
+            assert reply.read() == b"metadata updated"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metadata?key=upstream-key",
+                                    timeout=5) as reply:
+            assert reply.read() == b"value"
+            assert reply.headers["Content-Type"] == "application/json"
+    finally:
+        server.stop()
