@@ -44,9 +44,12 @@ class EnginePair {
     return reinterpret_cast<uint64_t>(remote) + offset;
   }
 
+  // Declared first so that it is freed last: registered memory must outlive the engine serving
+  // it (a target's server thread may still be inside sendmsg() of a READ reply from it when the
+  // initiator already has every byte; ASan saw the buffer freed under it).
+  std::unique_ptr<char, decltype(&std::free)> owned{nullptr, &std::free};
   std::unique_ptr<TransferEngine> target;
   std::unique_ptr<TransferEngine> initiator;
-  std::unique_ptr<char, decltype(&std::free)> owned{nullptr, &std::free};
   char* remote = nullptr;
   SegmentHandle handle = -1;
 };
