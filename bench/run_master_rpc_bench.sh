@@ -17,29 +17,10 @@ BIN="$BUILD/bench/yuebing-bench"
 DURATION="${DURATION:-3}"
 REPEAT="${REPEAT:-3}"
 MESSAGE="${MESSAGE:-64}"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source bench/local_cluster_lib.sh
 RPC_PORT=$(free_port)
 METRICS_PORT=$(free_port)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 
-wait_line() {  # <file> <text>: bounded (10 s) wait until the file contains the text
-  for _ in $(seq 1 200); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "timed out waiting for '$2' in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
 field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2 | tr -d '"'; }
 
 "$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \

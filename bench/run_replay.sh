@@ -18,30 +18,9 @@ MAX_REQUESTS="${MAX_REQUESTS:-0}"
 TRACE="${TRACE:-bench/traces/conversation_trace.jsonl}"
 REPORT="${REPORT:-text}"
 read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS-}"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source bench/local_cluster_lib.sh
 RPC_PORT=$(free_port)
 METRICS_PORT=$(free_port)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# wait_line <file> <text>: waits (bounded, 10 s) until the file contains the text.
-wait_line() {
-  for _ in $(seq 1 200); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "timed out waiting for '$2' in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
 
 "$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
   --metrics_port="$METRICS_PORT" "${MASTER_EXTRA[@]}" >"$WORK/master.log" 2>&1 &

@@ -13,29 +13,11 @@ SSD_CAPACITY="${SSD_CAPACITY:-2GB}"
 SPILL_BYTES="${SPILL_BYTES:-512MB}"
 BLOCK="${BLOCK:-1MB}"
 REPORT="${REPORT:-text}"
-WORK=$(mktemp -d)
+source bench/local_cluster_lib.sh
 SSD_DIR="${SSD_DIR:-$WORK/ssd}"
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+CLEANUP_PATHS+=("$SSD_DIR")
 RPC_PORT=$(free_port)
 METRICS_PORT=$(free_port)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK" "$SSD_DIR"
-}
-trap cleanup EXIT
-wait_line() {
-  for _ in $(seq 1 200); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "timed out waiting for '$2' in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
 "$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
   --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
 PIDS+=($!)

@@ -35,30 +35,9 @@ if ((WARMUP >= DURATION)); then
   echo "WARMUP ($WARMUP) must be below DURATION ($DURATION)" >&2
   exit 2
 fi
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source bench/local_cluster_lib.sh
 RPC_PORT=$(free_port)
 METRICS_PORT=$(free_port)
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# wait_line <file> <text>: waits (bounded, 30 s) until the file contains the text.
-wait_line() {
-  for _ in $(seq 1 600); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "timed out waiting for '$2' in $1:" >&2
-  cat "$1" >&2
-  return 1
-}
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 objects() { awk '/^churn:/ {n = $2} END {print n}' "$WORK/churn.err" 2>/dev/null; }
 
@@ -66,11 +45,11 @@ objects() { awk '/^churn:/ {n = $2} END {print n}' "$WORK/churn.err" 2>/dev/null
   --metrics_port="$METRICS_PORT" "${MASTER_EXTRA[@]}" >"$WORK/master.log" 2>&1 &
 MASTER=$!
 PIDS+=("$MASTER")
-wait_line "$WORK/master.log" "yuebing-master listening"
+wait_line "$WORK/master.log" "yuebing-master listening" 30
 "$BUILD/tools/store/yuebing-store" --master_server_address="127.0.0.1:$RPC_PORT" \
   --global_segment_size="$STORE_SIZE" >"$WORK/store.log" 2>&1 &
 PIDS+=($!)
-wait_line "$WORK/store.log" "yuebing-store ready"
+wait_line "$WORK/store.log" "yuebing-store ready" 30
 
 START_RSS=$(rss_kb "$MASTER")
 "$BUILD/bench/yuebing-bench" churn --master_server_address="127.0.0.1:$RPC_PORT" \
