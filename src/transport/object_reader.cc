@@ -63,6 +63,16 @@ absl::Status RecvInto(int fd, absl::Span<const ObjectBuffer> dest, uint64_t size
   return absl::OkStatus();
 }
 
+// A socket error seen at or after `deadline` (the socket timed out) is the deadline's doing:
+// kDeadlineExceeded naming `what`; any other status is returned as it is.
+absl::Status AsDeadlineWhenLate(const absl::Status& status, absl::string_view what,
+                                SteadyPoint deadline) {
+  if (absl::IsUnavailable(status) && std::chrono::steady_clock::now() >= deadline) {
+    return absl::DeadlineExceededError(absl::StrCat(what, " passed its deadline"));
+  }
+  return status;
+}
+
 // Opens a connection to `segment` and greets it (handshake when a secret is set, then HELLO).
 absl::StatusOr<int> Connect(const std::string& segment, const HostPort& address,
                             const ObjectReadOptions& options, SteadyPoint deadline) {
@@ -201,9 +211,9 @@ absl::StatusOr<uint64_t> ObjectReader::Read(const std::string& segment_name, abs
                        std::chrono::steady_clock::now() < deadline;
     if (!retry) break;
   }
-  if (absl::IsUnavailable(size.status()) && std::chrono::steady_clock::now() >= deadline) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("reading an object from ", segment_name, " passed its deadline"));
+  if (!size.ok()) {
+    return AsDeadlineWhenLate(size.status(), absl::StrCat("reading an object from ", segment_name),
+                              deadline);
   }
   return size;
 }
@@ -215,13 +225,8 @@ absl::Status ObjectReader::Probe(const std::string& segment_name, SteadyPoint de
         "segment names are host:port, got '", segment_name, "': ", address.status().message()));
   }
   absl::StatusOr<int> fd = Connect(segment_name, *address, options_, deadline);
-  if (!fd.ok()) {
-    if (absl::IsUnavailable(fd.status()) && std::chrono::steady_clock::now() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("probing ", segment_name, " passed its deadline"));
-    }
-    return fd.status();
-  }
+  if (!fd.ok())
+    return AsDeadlineWhenLate(fd.status(), absl::StrCat("probing ", segment_name), deadline);
   ReturnIdle(segment_name, *fd);
   return absl::OkStatus();
 }

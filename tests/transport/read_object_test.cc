@@ -286,13 +286,16 @@ TEST_F(ObjectReaderPoolTest, RestartedTargetIsReadOverAFreshConnection) {
   EXPECT_EQ(reader.IdleConnections(), 0u);
 
   // A new target on the same address: the reader connects again.
-  TransferEngineOptions options;
-  options.metadata_conn = "P2PHANDSHAKE";
-  options.local_server_name = segment;
-  auto restarted = TransferEngine::Create(options);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
-  server_ = std::move(restarted).value();
-  ServeObjects();
+  auto restart_on_same_address = [&] {
+    TransferEngineOptions options;
+    options.metadata_conn = "P2PHANDSHAKE";
+    options.local_server_name = segment;
+    auto restarted = TransferEngine::Create(options);
+    ASSERT_TRUE(restarted.ok()) << restarted.status();
+    server_ = std::move(restarted).value();
+    ServeObjects();
+  };
+  restart_on_same_address();
   size =
       reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}}, In(milliseconds(5000)));
   ASSERT_TRUE(size.ok()) << size.status();
@@ -301,10 +304,7 @@ TEST_F(ObjectReaderPoolTest, RestartedTargetIsReadOverAFreshConnection) {
   // And a pooled connection the new target closes is replaced within the same call.
   ASSERT_EQ(reader.IdleConnections(), 1u);
   server_.reset();
-  restarted = TransferEngine::Create(options);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
-  server_ = std::move(restarted).value();
-  ServeObjects();
+  restart_on_same_address();
   size =
       reader.Read(segment, "small", {ObjectBuffer{out.data(), out.size()}}, In(milliseconds(5000)));
   ASSERT_TRUE(size.ok()) << size.status();
