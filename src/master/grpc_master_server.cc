@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "master.grpc.pb.h"
+#include "master/long_polls.h"
 #include "master/request_rules.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/host_port.h"
@@ -70,6 +71,25 @@ Outcome StatusesReply(const std::vector<absl::Status>& statuses, rpc::BatchStatu
   return Outcome{absl::OkStatus(), statuses.size(), CountErrors(statuses)};
 }
 
+// The longest a PullJournal is held, and the most entries one answer carries.
+constexpr std::chrono::milliseconds kMaxJournalWait{1000};
+constexpr size_t kJournalBatchEntries = 16384;
+
+// RPCs that can add or drop objects (journal entries for segment owners).
+bool ChangesManifests(RpcOp op) {
+  switch (op) {
+    case RpcOp::kBatchPutStart:  // evictions for room
+    case RpcOp::kBatchPutEnd:
+    case RpcOp::kBatchRemove:
+    case RpcOp::kRemoveByRegex:
+    case RpcOp::kRemoveAll:
+    case RpcOp::kSyncDiskTier:  // spilled objects leave memory
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Checks a listen address "host:port" or "[v6]:port" (port 0: any port).
 absl::Status CheckAddress(const std::string& address) { return ParseHostPort(address).status(); }
 
@@ -93,6 +113,13 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       const rpc::SegmentMsg& msg = request->segment();
       const Segment segment{msg.name(), msg.base(), msg.size()};
       if (auto status = CheckSegmentRange(segment); !status.ok()) return {status};
+      if (request->restoring()) {
+        auto mount = service_->MountSegmentForRestore(request->client_id(), segment);
+        if (!mount.ok()) return {mount.status()};
+        reply->set_epoch(mount->epoch);
+        reply->set_fresh(mount->fresh);
+        return {};
+      }
       auto epoch = service_->MountSegment(request->client_id(), segment);
       if (!epoch.ok()) return {epoch.status()};
       reply->set_epoch(*epoch);
@@ -126,6 +153,11 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
       if (auto status = CheckPutSizes(static_cast<size_t>(request->keys_size()),
                                       static_cast<size_t>(request->sizes_size()));
+          !status.ok()) {
+        return {status};
+      }
+      if (auto status = CheckPutChecksums(static_cast<size_t>(request->keys_size()),
+                                          static_cast<size_t>(request->checksums_size()));
           !status.ok()) {
         return {status};
       }
@@ -207,6 +239,71 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       return {absl::OkStatus(), static_cast<uint64_t>(request->lease_ids_size()), 0};
     });
   }
+
+  grpc::ServerUnaryReactor* RestoreObjects(grpc::CallbackServerContext* context,
+                                           const rpc::RestoreObjectsRequest* request,
+                                           rpc::BatchStatusReply* reply) override {
+    return Serve(context, RpcOp::kRestoreObjects, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      if (auto status = CheckBatch(request->objects_size()); !status.ok()) return {status};
+      std::vector<RestoredObject> objects;
+      objects.reserve(static_cast<size_t>(request->objects_size()));
+      for (const rpc::RestoredObjectMsg& o : request->objects()) {
+        objects.push_back(RestoredObject{o.key(), o.address(), o.size(), o.checksum(), o.pins()});
+      }
+      auto results = service_->RestoreObjects(request->client_id(), request->segment_name(),
+                                              objects, request->last());
+      if (!results.ok()) return {results.status()};
+      return StatusesReply(*results, reply);
+    });
+  }
+
+  // Answers at once when there are entries (or an error, or wait_ms is 0); otherwise parks the
+  // call with the long polls until an entry comes or wait_ms (at most kMaxJournalWait) passes.
+  grpc::ServerUnaryReactor* PullJournal(grpc::CallbackServerContext* context,
+                                        const rpc::PullJournalRequest* request,
+                                        rpc::PullJournalReply* reply) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (grpc::Status auth = CheckMasterCallCredential(*context, cluster_secret_); !auth.ok()) {
+      reactor->Finish(auth);
+      return reactor;
+    }
+    const auto wait = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(request->wait_ms()), kMaxJournalWait);
+    auto attempt = [this, reactor, request, reply](bool must_finish) {
+      const Clock::time_point start = Clock::now();
+      Outcome outcome;
+      try {
+        absl::Status admitted = admit_ ? admit_() : absl::OkStatus();
+        outcome = admitted.ok() ? FillJournal(*request, reply) : Outcome{std::move(admitted)};
+      } catch (const std::exception& e) {
+        reply->Clear();
+        outcome = Outcome{MakeError(ErrorCode::kInternalError, e.what())};
+      }
+      if (!must_finish && outcome.status.ok() && outcome.keys == 0 && !reply->reset()) {
+        return false;  // nothing new yet
+      }
+      ToRpc(outcome.status, reply->mutable_status());
+      reply->set_term(term_ ? term_() : 0);
+      if (metrics_ != nullptr) {
+        metrics_->RecordRpc(RpcOp::kPullJournal, outcome.status.ok(), outcome.keys, 0,
+                            Clock::now() - start);
+      }
+      reactor->Finish(grpc::Status::OK);
+      return true;
+    };
+    if (wait.count() == 0 || attempt(false)) {
+      if (wait.count() == 0) attempt(true);
+      return reactor;
+    }
+    reply->Clear();
+    polls_.Park(std::move(attempt), Clock::now() + wait);
+    return reactor;
+  }
+
+  // Finishes parked long polls; new ones are answered at once.
+  void StopPolls() { polls_.Stop(); }
+  void NotifyPolls() { polls_.Notify(); }
 
   grpc::ServerUnaryReactor* GetSize(grpc::CallbackServerContext* context,
                                     const rpc::GetSizeRequest* request,
@@ -296,6 +393,9 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     }
     ToRpc(outcome.status, reply->mutable_status());
     reply->set_term(term_ ? term_() : 0);
+    // Manifest changes this call made go out to their owners before its own reply does, so a
+    // master killed right after answering has already sent them (docs/master.md).
+    if (ChangesManifests(op)) polls_.RunNow();
     if (metrics_ != nullptr) {
       metrics_->RecordRpc(op, outcome.status.ok(), outcome.keys, outcome.key_errors,
                           Clock::now() - start);
@@ -310,7 +410,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     const std::vector<std::string> keys = Keys(request.keys());
     const std::vector<uint64_t> sizes(request.sizes().begin(), request.sizes().end());
     const std::vector<absl::StatusOr<std::vector<Replica>>> results =
-        StartPuts(*service_, request.client_id(), keys, sizes, config, request.upsert());
+        StartPuts(*service_, request.client_id(), keys, sizes, config, request.upsert(),
+                  std::vector<uint64_t>(request.checksums().begin(), request.checksums().end()));
     uint64_t errors = 0;
     for (const auto& result : results) {
       rpc::PutStartResult* out = reply->add_results();
@@ -332,6 +433,31 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
         service_->ReleaseLeases(std::vector<uint64_t>(ids.begin(), ids.end()));
     if (!released.ok())
       YB_LOG_DEBUG("releases carried by a call: {}", released.status().ToString());
+  }
+
+  // One PullJournal answer into `reply` (keys: entries returned).
+  Outcome FillJournal(const rpc::PullJournalRequest& request, rpc::PullJournalReply* reply) {
+    reply->Clear();
+    if (auto status = CheckClient(request.client_id()); !status.ok()) return {status};
+    absl::StatusOr<JournalBatch> batch = service_->PullJournal(
+        request.client_id(), request.journal_id(), request.ack(), kJournalBatchEntries);
+    if (!batch.ok()) return {batch.status()};
+    reply->set_journal_id(batch->journal_id);
+    reply->set_last_seq(batch->last_seq);
+    reply->set_reset(batch->reset);
+    for (JournalEntry& entry : batch->entries) {
+      rpc::JournalEntryMsg* msg = reply->add_entries();
+      msg->set_drop(entry.op == JournalEntry::Op::kDrop);
+      msg->set_address(entry.address);
+      if (entry.op == JournalEntry::Op::kAdd) {
+        msg->set_committed(entry.committed);
+        msg->set_size(entry.size);
+        msg->set_checksum(entry.checksum);
+        msg->set_pins(entry.pins);
+        msg->set_key(std::move(entry.key));
+      }
+    }
+    return Outcome{absl::OkStatus(), batch->entries.size(), 0};
   }
 
   Outcome GetReplicaList(const rpc::BatchKeysRequest& request,
@@ -362,6 +488,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   const std::function<absl::Status()> admit_;
   MasterMetrics* const metrics_;
   const std::string cluster_secret_;
+  LongPolls polls_;
 };
 
 absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
@@ -402,6 +529,9 @@ absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
         absl::StrCat("cannot serve gRPC on ", address, " (address in use or not local?)"));
   }
   server->port_ = static_cast<uint16_t>(selected_port);
+  server->service_ = service;
+  Handler* handler = server->handler_.get();
+  service->SetJournalListener([handler] { handler->NotifyPolls(); });
   YB_LOG_DEBUG("master gRPC serving on {} (port {})", address, server->port_);
   return server;
 }
@@ -414,6 +544,8 @@ void GrpcMasterServer::Shutdown(std::chrono::milliseconds grace) {
     return;
   }
   shut_down_ = true;
+  if (service_ != nullptr) service_->SetJournalListener(nullptr);
+  handler_->StopPolls();  // a parked call would hold Shutdown for its whole wait
   server_->Shutdown(std::chrono::system_clock::now() + grace);
   server_->Wait();
 }

@@ -9,7 +9,8 @@
 // Threads: RPCs are served with gRPC's callback API, inline on gRPC's own fixed-size pool (sized
 // by the CPU count); a burst of RPCs queues rather than being refused. (The synchronous API with
 // a ResourceQuota thread cap answers RESOURCE_EXHAUSTED "Server Threadpool Exhausted" once the
-// cap is reached.) Handlers never block on I/O; MasterService calls are short.
+// cap is reached.) Handlers never block on I/O; MasterService calls are short. A PullJournal
+// with nothing to answer is parked (LongPolls, its own thread) instead of holding a gRPC thread.
 //
 // Thread safety: Start() and Shutdown() from one owning thread. The MasterService and
 // MasterMetrics must outlive the server.
@@ -83,6 +84,7 @@ class GrpcMasterServer {
 
   std::unique_ptr<Handler> handler_;
   std::unique_ptr<grpc::Server> server_;
+  MasterService* service_ = nullptr;
   uint16_t port_ = 0;
   bool shut_down_ = false;
 };

@@ -38,6 +38,7 @@
 #include "absl/strings/string_view.h"
 #include "master/object_index.h"
 #include "master/segment_allocator.h"
+#include "master/segment_journal.h"
 #include "yuebing/common/clock.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/mutex.h"
@@ -59,6 +60,10 @@ inline constexpr uint32_t kMaxShards = 4096;
 inline constexpr size_t kEvictionSampleCap = 65536;
 // After a pass that evicted nothing, further passes wait this long.
 inline constexpr std::chrono::milliseconds kFutileEvictionBackoff{100};
+
+// Manifest changes queued for one segment owner at most (SegmentJournal); an owner further behind
+// forgets its manifest and starts over.
+inline constexpr size_t kMaxJournalEntriesPerClient = size_t{1} << 16;
 
 struct ReplicaRef {
   uint32_t segment;
@@ -157,6 +162,11 @@ struct SegmentState {
   const ClientInfo* owner = nullptr;  // valid while mounted (clients outlive their segments)
   uint64_t epoch = 0;
   bool dying = false;  // being unmounted: frees are dropped
+  // Mounted by MountSegmentForRestore and its owner has not finished RestoreObjects: no new
+  // objects are placed here (they could land on a range the owner is about to report).
+  std::atomic<bool> restoring{false};
+  // Mounted by MountSegmentForRestore: its owner keeps a manifest, so changes are journaled.
+  bool journaled = false;
   yuebing::Mutex mu;
   SegmentAllocator alloc ABSL_GUARDED_BY(mu);
   const uint64_t capacity;              // usable bytes, fixed
@@ -178,7 +188,8 @@ class MasterService::Impl {
   Impl(MasterOptions options, Clock& clock);
 
   // segments.cc
-  absl::StatusOr<uint64_t> MountSegment(const ClientId& client, const Segment& segment);
+  absl::StatusOr<MountResult> MountSegment(const ClientId& client, const Segment& segment,
+                                           bool restoring);
   absl::Status UnmountSegment(const ClientId& client, const std::string& name);
   ClientState Ping(const ClientId& client);
   void ExpireClients(int64_t now) ABSL_LOCKS_EXCLUDED(topo_mu_);
@@ -190,7 +201,7 @@ class MasterService::Impl {
   // master_service.cc
   absl::StatusOr<std::vector<Replica>> StartPut(const ClientId& client, const std::string& key,
                                                 uint64_t size, const ReplicateConfig& config,
-                                                bool upsert, bool evict_after);
+                                                bool upsert, bool evict_after, uint64_t checksum);
   absl::Status PutEnd(const ClientId& client, const std::string& key, uint64_t checksum);
   absl::Status PutRevoke(const ClientId& client, const std::string& key);
   absl::StatusOr<ObjectLocation> GetReplicaList(const std::string& key);
@@ -202,6 +213,27 @@ class MasterService::Impl {
   void Tick();
   // Takes topo_mu_ itself; for batch forms that defer the check to the end.
   void MaybeEvictAboveWatermark() ABSL_LOCKS_EXCLUDED(topo_mu_);
+
+  // segment_restore.cc (manifests: docs/master.md "Restart and failover")
+  absl::StatusOr<std::vector<absl::Status>> RestoreObjects(
+      const ClientId& client, const std::string& segment_name,
+      const std::vector<RestoredObject>& objects, bool last) ABSL_LOCKS_EXCLUDED(topo_mu_);
+  absl::StatusOr<JournalBatch> PullJournal(const ClientId& client, uint64_t journal_id,
+                                           uint64_t ack, size_t max_entries)
+      ABSL_LOCKS_EXCLUDED(topo_mu_);
+  SegmentJournal& journal() { return journal_; }
+  // Tells the owners of `refs` that object `key` is written there (kAdd, committed or not) or
+  // no longer is (kDrop; key, size, checksum and pins unused).
+  void JournalRefs(const std::vector<ReplicaRef>& refs, JournalEntry::Op op, bool committed,
+                   absl::string_view key, uint64_t size, uint64_t checksum, uint8_t flags)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  absl::Status RestoreOne(SegmentState& seg, uint32_t slot, const RestoredObject& object,
+                          int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Tells the owners of `refs` that the complete object at `index` lives there (kAdd,
+  // committed) or no longer does (kDrop).
+  void JournalReplicas(Shard& s, uint32_t index, const std::vector<ReplicaRef>& refs,
+                       JournalEntry::Op op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
 
   // admin_queries.cc
   absl::StatusOr<ObjectLocation> QueryReplicas(const std::string& key);
@@ -222,7 +254,8 @@ class MasterService::Impl {
   absl::StatusOr<std::vector<Replica>> RecordPut(Shard& s, absl::string_view key, uint32_t existing,
                                                  uint64_t serial, uint64_t size,
                                                  const ReplicateConfig& config,
-                                                 std::vector<ReplicaRef> refs, int64_t now)
+                                                 std::vector<ReplicaRef> refs, int64_t now,
+                                                 uint64_t checksum)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   std::vector<Replica> ToReplicas(const std::vector<ReplicaRef>& refs, uint64_t size) const
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
@@ -361,6 +394,8 @@ class MasterService::Impl {
   // Memory of objects being spilled: counted as freed by the watermark check.
   std::atomic<uint64_t> spilling_bytes_{0};
   std::atomic<uint64_t> spilled_objects_{0};
+
+  SegmentJournal journal_;
 
   std::atomic<uint64_t> access_seq_{0};
   std::atomic<uint64_t> objects_{0};

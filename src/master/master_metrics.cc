@@ -11,7 +11,8 @@ namespace {
 constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {
     "MountSegment",   "UnmountSegment",      "Ping",         "BatchPutStart", "BatchPutEnd",
     "BatchPutRevoke", "BatchGetReplicaList", "BatchExist",   "BatchRemove",   "GetSize",
-    "RemoveByRegex",  "RemoveAll",           "SyncDiskTier", "ReleaseLeases"};
+    "RemoveByRegex",  "RemoveAll",           "SyncDiskTier", "ReleaseLeases", "PullJournal",
+    "RestoreObjects"};
 
 constexpr const char* kPrefix = "yuebing_master_";
 

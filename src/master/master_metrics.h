@@ -32,8 +32,10 @@ enum class RpcOp : int {
   kRemoveAll,
   kSyncDiskTier,
   kReleaseLeases,
+  kPullJournal,
+  kRestoreObjects,
 };
-inline constexpr size_t kRpcOpCount = 14;
+inline constexpr size_t kRpcOpCount = 16;
 
 // The RPC's name in master.proto, e.g. "BatchPutStart".
 const char* RpcOpName(RpcOp op);

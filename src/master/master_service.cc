@@ -62,7 +62,10 @@ MasterService::Impl::Impl(MasterOptions options, Clock& clock)
       // Epochs continue from the wall clock so that a restarted master never hands out an
       // epoch a client already saw from its predecessor.
       next_epoch_(static_cast<uint64_t>(std::max<int64_t>(clock.WallMillis(), 0)) * 1000 + 1),
-      spill_timeout_ns_(ToNs(options.spill_timeout)) {
+      spill_timeout_ns_(ToNs(options.spill_timeout)),
+      // Random: a client's acknowledgement from a predecessor never matches.
+      journal_((static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}() | 1,
+               kMaxJournalEntriesPerClient) {
   next_hold_generation_.store(std::random_device{}());
   shards_.reserve(options_.num_shards);
   for (uint32_t i = 0; i < options_.num_shards; ++i) {
@@ -172,6 +175,7 @@ void MasterService::Impl::CancelPending(Shard& s, uint32_t index, int64_t now, U
   const int64_t free_at =
       mode == Unfinished::kFreeNow ? now : pending.start_ns + release_timeout_ns_;
   const uint64_t length = AlignedSize(pending.size);
+  JournalRefs(pending.replicas, JournalEntry::Op::kDrop, false, {}, 0, 0, 0);
   for (const ReplicaRef& ref : pending.replicas) Retire(ref, length, free_at, now);
   s.pending.erase(it);
 }
@@ -186,7 +190,9 @@ void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfi
     const int64_t free_at =
         mode == Unfinished::kFreeNow ? now : entry.time_ns + release_timeout_ns_;
     s.in_progress.erase(index);
-    for (const ReplicaRef& ref : ReplicasOf(s, index)) Retire(ref, length, free_at, now);
+    const std::vector<ReplicaRef> refs = ReplicasOf(s, index);
+    JournalRefs(refs, JournalEntry::Op::kDrop, false, {}, 0, 0, 0);
+    for (const ReplicaRef& ref : refs) Retire(ref, length, free_at, now);
   }
   EndSpill(s, index);
   if (entry.replicas > 1) s.extra.erase(index);
@@ -227,8 +233,11 @@ absl::StatusOr<uint32_t> MasterService::Impl::PrepareKey(Shard& s, absl::string_
 
 absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
     Shard& s, absl::string_view key, uint32_t existing, uint64_t serial, uint64_t size,
-    const ReplicateConfig& config, std::vector<ReplicaRef> refs, int64_t now) {
+    const ReplicateConfig& config, std::vector<ReplicaRef> refs, int64_t now, uint64_t checksum) {
   std::vector<Replica> replicas = ToReplicas(refs, size);
+  // The owners learn of the object while its bytes are written (before the PutEnd).
+  JournalRefs(refs, JournalEntry::Op::kAdd, /*committed=*/false, key, size, checksum,
+              PinFlags(config));
   if (existing != kNone) {
     s.table.at(existing).flags |= kEntryPendingUpsert;
     s.pending[existing] = PendingPut{serial, now, size, PinFlags(config), std::move(refs)};
@@ -236,6 +245,7 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
   }
   const uint32_t index = s.table.Insert(key);
   if (index == kNone) {
+    JournalRefs(refs, JournalEntry::Op::kDrop, false, {}, 0, 0, 0);
     for (const ReplicaRef& ref : refs) FreeRange(ref.segment, ref.offset, AlignedSize(size));
     return MakeError(ErrorCode::kNoAvailableHandle, "object index shard is full");
   }
@@ -251,11 +261,9 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
   return replicas;
 }
 
-absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(const ClientId& client,
-                                                                   const std::string& key,
-                                                                   uint64_t size,
-                                                                   const ReplicateConfig& config,
-                                                                   bool upsert, bool evict_after) {
+absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
+    const ClientId& client, const std::string& key, uint64_t size, const ReplicateConfig& config,
+    bool upsert, bool evict_after, uint64_t checksum) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
   if (size == 0) return MakeError(ErrorCode::kInvalidParams, "object size is 0");
   if (config.replica_num == 0) return MakeError(ErrorCode::kInvalidParams, "replica_num is 0");
@@ -275,7 +283,7 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(const ClientI
       YB_ASSIGN_OR_RETURN(const uint32_t existing, PrepareKey(s, key, upsert, now));
       std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config.preferred_segment, now);
       if (!refs.empty()) {
-        result = RecordPut(s, key, existing, serial, size, config, std::move(refs), now);
+        result = RecordPut(s, key, existing, serial, size, config, std::move(refs), now, checksum);
         break;
       }
     }
@@ -294,6 +302,7 @@ void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksu
   entry.last_access = access_seq_.fetch_add(1) + 1;
   if (entry.flags & kEntrySoftPin) entry.soft_pin_until_ns = now + soft_pin_ttl_ns_;
   s.in_progress.erase(index);
+  JournalReplicas(s, index, ReplicasOf(s, index), JournalEntry::Op::kAdd);
 }
 
 absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::string& key,
@@ -536,7 +545,29 @@ MasterService::~MasterService() = default;
 
 absl::StatusOr<uint64_t> MasterService::MountSegment(const ClientId& client,
                                                      const Segment& segment) {
-  return impl_->MountSegment(client, segment);
+  YB_ASSIGN_OR_RETURN(const MountResult mount,
+                      impl_->MountSegment(client, segment, /*restoring=*/false));
+  return mount.epoch;
+}
+
+absl::StatusOr<MountResult> MasterService::MountSegmentForRestore(const ClientId& client,
+                                                                  const Segment& segment) {
+  return impl_->MountSegment(client, segment, /*restoring=*/true);
+}
+
+absl::StatusOr<std::vector<absl::Status>> MasterService::RestoreObjects(
+    const ClientId& client, const std::string& segment_name,
+    const std::vector<RestoredObject>& objects, bool last) {
+  return impl_->RestoreObjects(client, segment_name, objects, last);
+}
+
+absl::StatusOr<JournalBatch> MasterService::PullJournal(const ClientId& client, uint64_t journal_id,
+                                                        uint64_t ack, size_t max_entries) {
+  return impl_->PullJournal(client, journal_id, ack, max_entries);
+}
+
+void MasterService::SetJournalListener(std::function<void()> listener) {
+  impl_->journal().SetListener(std::move(listener));
 }
 
 absl::Status MasterService::UnmountSegment(const ClientId& client, const std::string& name) {
@@ -547,8 +578,10 @@ ClientState MasterService::Ping(const ClientId& client) { return impl_->Ping(cli
 
 absl::StatusOr<std::vector<Replica>> MasterService::PutStart(const ClientId& client,
                                                              const std::string& key, uint64_t size,
-                                                             const ReplicateConfig& config) {
-  return impl_->StartPut(client, key, size, config, /*upsert=*/false, /*evict_after=*/true);
+                                                             const ReplicateConfig& config,
+                                                             uint64_t checksum) {
+  return impl_->StartPut(client, key, size, config, /*upsert=*/false, /*evict_after=*/true,
+                         checksum);
 }
 
 absl::Status MasterService::PutEnd(const ClientId& client, const std::string& key,
@@ -563,8 +596,10 @@ absl::Status MasterService::PutRevoke(const ClientId& client, const std::string&
 absl::StatusOr<std::vector<Replica>> MasterService::UpsertStart(const ClientId& client,
                                                                 const std::string& key,
                                                                 uint64_t size,
-                                                                const ReplicateConfig& config) {
-  return impl_->StartPut(client, key, size, config, /*upsert=*/true, /*evict_after=*/true);
+                                                                const ReplicateConfig& config,
+                                                                uint64_t checksum) {
+  return impl_->StartPut(client, key, size, config, /*upsert=*/true, /*evict_after=*/true,
+                         checksum);
 }
 
 absl::StatusOr<ObjectLocation> MasterService::GetReplicaList(const std::string& key) {
@@ -589,16 +624,20 @@ uint64_t MasterService::RemoveAll(bool force) { return impl_->RemoveAll(force); 
 
 std::vector<absl::StatusOr<std::vector<Replica>>> MasterService::BatchPutStart(
     const ClientId& client, const std::vector<std::string>& keys,
-    const std::vector<uint64_t>& sizes, const ReplicateConfig& config) {
+    const std::vector<uint64_t>& sizes, const ReplicateConfig& config,
+    const std::vector<uint64_t>& checksums) {
   using Result = absl::StatusOr<std::vector<Replica>>;
   if (keys.size() > limits::kMaxBatchKeys)
     return AllInvalid<Result>(keys.size(), "batch too large");
   if (sizes.size() != keys.size()) return AllInvalid<Result>(keys.size(), "keys/sizes mismatch");
+  if (!checksums.empty() && checksums.size() != keys.size()) {
+    return AllInvalid<Result>(keys.size(), "keys/checksums mismatch");
+  }
   std::vector<Result> results;
   results.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
     results.push_back(impl_->StartPut(client, keys[i], sizes[i], config, /*upsert=*/false,
-                                      /*evict_after=*/false));
+                                      /*evict_after=*/false, checksums.empty() ? 0 : checksums[i]));
   }
   impl_->MaybeEvictAboveWatermark();
   return results;

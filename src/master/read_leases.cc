@@ -78,6 +78,7 @@ uint64_t MasterService::Impl::GrantLease(Shard& s, uint32_t index, int64_t now) 
 void MasterService::Impl::ReleaseReplicas(Shard& s, uint32_t index,
                                           const std::vector<ReplicaRef>& refs, uint64_t length,
                                           int64_t now) {
+  JournalReplicas(s, index, refs, JournalEntry::Op::kDrop);
   ObjectEntry& entry = s.table.at(index);
   const int64_t lease_end = entry.time_ns;
   entry.time_ns = 0;

@@ -59,12 +59,14 @@ absl::Status CheckPutChecksums(size_t keys, size_t checksums) {
 
 std::vector<absl::StatusOr<std::vector<Replica>>> StartPuts(
     MasterService& service, const ClientId& client, const std::vector<std::string>& keys,
-    const std::vector<uint64_t>& sizes, const ReplicateConfig& config, bool upsert) {
-  if (!upsert) return service.BatchPutStart(client, keys, sizes, config);
+    const std::vector<uint64_t>& sizes, const ReplicateConfig& config, bool upsert,
+    const std::vector<uint64_t>& checksums) {
+  if (!upsert) return service.BatchPutStart(client, keys, sizes, config, checksums);
   std::vector<absl::StatusOr<std::vector<Replica>>> results;
   results.reserve(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    results.push_back(service.UpsertStart(client, keys[i], sizes[i], config));
+    const uint64_t checksum = i < checksums.size() ? checksums[i] : 0;
+    results.push_back(service.UpsertStart(client, keys[i], sizes[i], config, checksum));
   }
   return results;
 }

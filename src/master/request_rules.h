@@ -27,9 +27,11 @@ absl::Status CheckSegmentRange(const Segment& segment);
 absl::Status CheckPutSizes(size_t keys, size_t sizes);
 absl::Status CheckPutChecksums(size_t keys, size_t checksums);
 
-// BatchPutStart, or UpsertStart key by key when `upsert`. sizes.size() == keys.size().
+// BatchPutStart, or UpsertStart key by key when `upsert`. sizes.size() == keys.size();
+// checksums: one per key, or empty (none announced).
 std::vector<absl::StatusOr<std::vector<Replica>>> StartPuts(
     MasterService& service, const ClientId& client, const std::vector<std::string>& keys,
-    const std::vector<uint64_t>& sizes, const ReplicateConfig& config, bool upsert);
+    const std::vector<uint64_t>& sizes, const ReplicateConfig& config, bool upsert,
+    const std::vector<uint64_t>& checksums);
 
 }  // namespace yuebing::master

@@ -33,6 +33,28 @@ std::optional<uint64_t> SegmentAllocator::Allocate(uint64_t length) {
   return offset;
 }
 
+bool SegmentAllocator::AllocateAt(uint64_t offset, uint64_t length) {
+  const std::optional<uint64_t> aligned = AlignedLength(length);
+  if (length == 0 || !aligned.has_value() || offset < first_ ||
+      ((offset - first_) & (alignment_ - 1)) != 0 || offset - first_ > capacity_ ||
+      *aligned > capacity_ - (offset - first_)) {
+    return false;
+  }
+  // The free range that starts at or before `offset` must cover the whole request.
+  auto it = by_offset_.upper_bound(offset);
+  if (it == by_offset_.begin()) return false;
+  it = std::prev(it);
+  const uint64_t range_offset = it->first;
+  const uint64_t range_length = it->second;
+  if (range_offset + range_length < offset + *aligned) return false;
+  EraseFree(range_offset, range_length);
+  if (offset > range_offset) InsertFree(range_offset, offset - range_offset);
+  const uint64_t tail = range_offset + range_length - (offset + *aligned);
+  if (tail > 0) InsertFree(offset + *aligned, tail);
+  free_bytes_ -= *aligned;
+  return true;
+}
+
 bool SegmentAllocator::Free(uint64_t offset, uint64_t length) {
   const std::optional<uint64_t> aligned = AlignedLength(length);
   if (length == 0 || !aligned.has_value() || offset < first_ ||

@@ -35,6 +35,11 @@ class SegmentAllocator {
   // enough (or length is 0).
   std::optional<uint64_t> Allocate(uint64_t length);
 
+  // Takes [offset, offset + AlignedLength(length)) out of the free list (a range an earlier
+  // master handed out, restored after a restart). False (and nothing changes) when the range is
+  // outside the usable region, misaligned, or not wholly free.
+  bool AllocateAt(uint64_t offset, uint64_t length);
+
   // Returns [offset, offset + AlignedLength(length)) to the free list. False (and nothing changes)
   // when the range is outside the usable region, misaligned, or overlaps free space (a double
   // free): callers treat that as a bug.

@@ -18,8 +18,9 @@ bool MasterService::Impl::OwnerAlive(const SegmentState& seg, int64_t now) const
   return seg.owner != nullptr && seg.owner->last_ping_ns.load() + client_ttl_ns_ >= now;
 }
 
-absl::StatusOr<uint64_t> MasterService::Impl::MountSegment(const ClientId& client,
-                                                           const Segment& segment) {
+absl::StatusOr<MountResult> MasterService::Impl::MountSegment(const ClientId& client,
+                                                              const Segment& segment,
+                                                              bool restoring) {
   if (client.empty() || client.size() > kMaxClientIdBytes) {
     return MakeError(ErrorCode::kInvalidParams, "bad client id");
   }
@@ -50,7 +51,10 @@ absl::StatusOr<uint64_t> MasterService::Impl::MountSegment(const ClientId& clien
   if (named != segment_by_name_.end()) {
     const SegmentState& old = *segments_[named->second];
     if (old.client_id == client) {
-      if (old.segment.base == segment.base && old.segment.size == segment.size) return old.epoch;
+      if (old.segment.base == segment.base && old.segment.size == segment.size) {
+        // A restore that did not finish (the owner's call failed) may start over.
+        return MountResult{old.epoch, restoring && old.restoring.load()};
+      }
       YB_LOG_INFO("segment {} re-mounted with a new range: dropping the old mount", segment.name);
       UnmountLocked({named->second}, {}, now);
     } else if (OwnerAlive(old, now)) {
@@ -72,13 +76,15 @@ absl::StatusOr<uint64_t> MasterService::Impl::MountSegment(const ClientId& clien
   state->owner = &info;
   state->epoch = next_epoch_++;
   state->free_bytes.store(capacity);
+  state->restoring.store(restoring);
+  state->journaled = restoring;
   const uint64_t epoch = state->epoch;
   segments_[slot] = std::move(state);
   segment_by_name_[segment.name] = slot;
   capacity_bytes_.fetch_add(capacity);
-  YB_LOG_INFO("mounted segment {} ({} bytes) for client {} at epoch {}", segment.name, segment.size,
-              client, epoch);
-  return epoch;
+  YB_LOG_INFO("mounted segment {} ({} bytes) for client {} at epoch {}{}", segment.name,
+              segment.size, client, epoch, restoring ? " (restoring)" : "");
+  return MountResult{epoch, true};
 }
 
 absl::Status MasterService::Impl::UnmountSegment(const ClientId& client, const std::string& name) {
@@ -152,6 +158,7 @@ void MasterService::Impl::ExpireLocked(const std::vector<ClientId>& ids, int64_t
   }
   UnmountLocked(slots, serials, now);
   DropDiskTiers(serials);
+  for (uint64_t serial : serials) journal_.Forget(serial);
   for (const ClientId& id : ids) {
     YB_LOG_WARN("client {} missed pings for longer than client_ttl: dropped", id);
     clients_.erase(id);
@@ -250,7 +257,7 @@ std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, u
   order.reserve(segments_.size());
   for (uint32_t slot = 0; slot < segments_.size(); ++slot) {
     const SegmentState* seg = segments_[slot].get();
-    if (seg == nullptr || seg->dying || !OwnerAlive(*seg, now)) continue;
+    if (seg == nullptr || seg->dying || seg->restoring.load() || !OwnerAlive(*seg, now)) continue;
     const uint64_t free = seg->free_bytes.load();
     if (free < length) continue;
     order.emplace_back(slot == preferred_slot ? UINT64_MAX : free, slot);

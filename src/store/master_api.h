@@ -17,6 +17,7 @@
 //   callback runs when a reply carries a term higher than a non-zero term seen before.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -39,10 +40,24 @@ class MasterApi {
   // kNeedRemount when the master does not know the client (restart, TTL expiry).
   virtual absl::StatusOr<master::ClientState> Ping(const master::ClientId& client) = 0;
 
-  // One result per key. upsert: replace an existing object (UpsertStart per key).
+  // Segment manifests (see MasterService::MountSegmentForRestore, RestoreObjects, PullJournal).
+  virtual absl::StatusOr<master::MountResult> MountSegmentForRestore(
+      const master::ClientId& client, const master::Segment& segment) = 0;
+  virtual absl::StatusOr<std::vector<absl::Status>> RestoreObjects(
+      const master::ClientId& client, const std::string& segment_name,
+      const std::vector<master::RestoredObject>& objects, bool last) = 0;
+  // A long poll: the master may hold the call up to `wait` while it has nothing new (the call's
+  // deadline is the timeout plus `wait`).
+  virtual absl::StatusOr<master::JournalBatch> PullJournal(const master::ClientId& client,
+                                                           uint64_t journal_id, uint64_t ack,
+                                                           std::chrono::milliseconds wait) = 0;
+
+  // One result per key. upsert: replace an existing object (UpsertStart per key). checksums:
+  // what the PutEnd will record, one per key, or empty.
   virtual std::vector<absl::StatusOr<std::vector<master::Replica>>> BatchPutStart(
       const master::ClientId& client, const std::vector<std::string>& keys,
-      const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert) = 0;
+      const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert,
+      const std::vector<uint64_t>& checksums) = 0;
   virtual std::vector<absl::Status> BatchPutEnd(const master::ClientId& client,
                                                 const std::vector<std::string>& keys,
                                                 const std::vector<uint64_t>& checksums) = 0;

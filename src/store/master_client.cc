@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -210,8 +211,9 @@ absl::Status Call(const char* name,
                                                                    const Request&, Reply*),
                   MasterClient::Impl& impl, std::atomic<uint64_t>& max_term,
                   const std::function<void(uint64_t)>& on_new_term, const Request& request,
-                  Reply& reply) {
-  const Clock::time_point deadline = Clock::now() + impl.timeout;
+                  Reply& reply, std::chrono::milliseconds held = std::chrono::milliseconds(0)) {
+  // `held`: how long the master may hold the call on purpose (a long poll), beyond the timeout.
+  const Clock::time_point deadline = Clock::now() + impl.timeout + held;
   for (int attempt = 0;; ++attempt) {
     YB_ASSIGN_OR_RETURN(MasterClient::Impl::Target target, impl.Get(deadline));
     grpc::ClientContext context;
@@ -248,6 +250,80 @@ absl::Status Call(const char* name,
 
 #define YB_CALL(method, request, reply) \
   Call(#method, &rpc::MasterService::Stub::method, *impl_, max_term_, on_new_term_, request, reply)
+
+// --- segment manifests ---
+
+absl::StatusOr<master::MountResult> MasterClient::MountSegmentForRestore(
+    const master::ClientId& client, const master::Segment& segment) {
+  rpc::MountSegmentRequest request;
+  request.set_client_id(client);
+  request.mutable_segment()->set_name(segment.name);
+  request.mutable_segment()->set_base(segment.base);
+  request.mutable_segment()->set_size(segment.size);
+  request.set_restoring(true);
+  rpc::MountSegmentReply reply;
+  YB_RETURN_IF_ERROR(YB_CALL(MountSegment, request, reply));
+  YB_RETURN_IF_ERROR(FromRpc(reply.status()));
+  return master::MountResult{reply.epoch(), reply.fresh()};
+}
+
+absl::StatusOr<std::vector<absl::Status>> MasterClient::RestoreObjects(
+    const master::ClientId& client, const std::string& segment_name,
+    const std::vector<master::RestoredObject>& objects, bool last) {
+  rpc::RestoreObjectsRequest request;
+  request.set_client_id(client);
+  request.set_segment_name(segment_name);
+  request.set_last(last);
+  for (const master::RestoredObject& object : objects) {
+    rpc::RestoredObjectMsg* msg = request.add_objects();
+    msg->set_key(object.key);
+    msg->set_address(object.address);
+    msg->set_size(object.size);
+    msg->set_checksum(object.checksum);
+    msg->set_pins(object.pins);
+  }
+  rpc::BatchStatusReply reply;
+  YB_RETURN_IF_ERROR(YB_CALL(RestoreObjects, request, reply));
+  YB_RETURN_IF_ERROR(FromRpc(reply.status()));
+  if (static_cast<size_t>(reply.statuses_size()) != objects.size()) {
+    return MakeError(ErrorCode::kRpcFail, "RestoreObjects: wrong number of results");
+  }
+  std::vector<absl::Status> results;
+  results.reserve(objects.size());
+  for (const rpc::Status& status : reply.statuses()) results.push_back(FromRpc(status));
+  return results;
+}
+
+absl::StatusOr<master::JournalBatch> MasterClient::PullJournal(const master::ClientId& client,
+                                                               uint64_t journal_id, uint64_t ack,
+                                                               std::chrono::milliseconds wait) {
+  rpc::PullJournalRequest request;
+  request.set_client_id(client);
+  request.set_journal_id(journal_id);
+  request.set_ack(ack);
+  request.set_wait_ms(static_cast<uint32_t>(std::clamp<int64_t>(wait.count(), 0, 60000)));
+  rpc::PullJournalReply reply;
+  YB_RETURN_IF_ERROR(Call("PullJournal", &rpc::MasterService::Stub::PullJournal, *impl_, max_term_,
+                          on_new_term_, request, reply, wait));
+  YB_RETURN_IF_ERROR(FromRpc(reply.status()));
+  master::JournalBatch batch;
+  batch.journal_id = reply.journal_id();
+  batch.last_seq = reply.last_seq();
+  batch.reset = reply.reset();
+  batch.entries.reserve(static_cast<size_t>(reply.entries_size()));
+  for (rpc::JournalEntryMsg& msg : *reply.mutable_entries()) {
+    master::JournalEntry entry;
+    entry.op = msg.drop() ? master::JournalEntry::Op::kDrop : master::JournalEntry::Op::kAdd;
+    entry.committed = msg.committed();
+    entry.address = msg.address();
+    entry.size = msg.size();
+    entry.checksum = msg.checksum();
+    entry.pins = msg.pins();
+    entry.key = std::move(*msg.mutable_key());
+    batch.entries.push_back(std::move(entry));
+  }
+  return batch;
+}
 
 // --- released read leases ---
 
@@ -352,12 +428,14 @@ absl::StatusOr<master::ClientState> MasterClient::Ping(const master::ClientId& c
 
 std::vector<absl::StatusOr<std::vector<master::Replica>>> MasterClient::BatchPutStart(
     const master::ClientId& client, const std::vector<std::string>& keys,
-    const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert) {
+    const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert,
+    const std::vector<uint64_t>& checksums) {
   using Result = absl::StatusOr<std::vector<master::Replica>>;
   rpc::BatchPutStartRequest request;
   request.set_client_id(client);
   for (const std::string& key : keys) request.add_keys(key);
   for (uint64_t size : sizes) request.add_sizes(size);
+  for (uint64_t checksum : checksums) request.add_checksums(checksum);
   request.mutable_config()->set_replica_num(config.replica_num);
   request.mutable_config()->set_with_soft_pin(config.with_soft_pin);
   request.mutable_config()->set_with_hard_pin(config.with_hard_pin);

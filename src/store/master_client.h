@@ -55,11 +55,19 @@ class MasterClient final : public MasterApi {
                                         const master::Segment& segment) override;
   absl::Status UnmountSegment(const master::ClientId& client, const std::string& name) override;
   absl::StatusOr<master::ClientState> Ping(const master::ClientId& client) override;
+  absl::StatusOr<master::MountResult> MountSegmentForRestore(
+      const master::ClientId& client, const master::Segment& segment) override;
+  absl::StatusOr<std::vector<absl::Status>> RestoreObjects(
+      const master::ClientId& client, const std::string& segment_name,
+      const std::vector<master::RestoredObject>& objects, bool last) override;
+  absl::StatusOr<master::JournalBatch> PullJournal(const master::ClientId& client,
+                                                   uint64_t journal_id, uint64_t ack,
+                                                   std::chrono::milliseconds wait) override;
 
   std::vector<absl::StatusOr<std::vector<master::Replica>>> BatchPutStart(
       const master::ClientId& client, const std::vector<std::string>& keys,
-      const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config,
-      bool upsert) override;
+      const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert,
+      const std::vector<uint64_t>& checksums) override;
   std::vector<absl::Status> BatchPutEnd(const master::ClientId& client,
                                         const std::vector<std::string>& keys,
                                         const std::vector<uint64_t>& checksums) override;

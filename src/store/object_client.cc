@@ -176,7 +176,7 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
   }
   puts_.fetch_add(index.size(), std::memory_order_relaxed);
   if (index.empty()) return results;
-  auto starts = master_->BatchPutStart(id_, start_keys, sizes, config, upsert);
+  auto starts = master_->BatchPutStart(id_, start_keys, sizes, config, upsert, checksums);
   FaultPoint("put_after_start");
   // One transfer batch writes every replica of every started object.
   std::vector<TransferRequest> requests;

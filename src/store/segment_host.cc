@@ -1,11 +1,14 @@
 // The segment host: see segment_host.h.
 #include "store/segment_host.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
 
@@ -40,6 +43,7 @@ absl::Status SegmentHost::Init() {
     }
     global_segment_ = *memory;
     YB_RETURN_IF_ERROR(MountGlobalSegment());
+    journal_thread_ = std::thread(&SegmentHost::JournalLoop, this);
     if (!config_.ssd_path.empty()) {
       DiskTierOptions disk;
       disk.path = config_.ssd_path;
@@ -64,6 +68,7 @@ SegmentHost::~SegmentHost() {
     stopping_ = true;
   }
   if (ping_thread_.joinable()) ping_thread_.join();
+  if (journal_thread_.joinable()) journal_thread_.join();
   master_->SetNewTermCallback(nullptr);  // no thread calls the master now; it may outlive us
   if (global_segment_ != nullptr) {
     absl::Status status = master_->UnmountSegment(id_, engine_->LocalSegmentName());
@@ -76,11 +81,73 @@ SegmentHost::~SegmentHost() {
 absl::Status SegmentHost::MountGlobalSegment() {
   master::Segment segment{engine_->LocalSegmentName(), reinterpret_cast<uint64_t>(global_segment_),
                           config_.global_segment_size};
-  absl::StatusOr<uint64_t> epoch = master_->MountSegment(id_, segment);
-  if (epoch.ok()) {
-    YB_LOG_INFO("mounted segment {} ({} bytes) at epoch {}", segment.name, segment.size, *epoch);
+  absl::StatusOr<master::MountResult> mount = master_->MountSegmentForRestore(id_, segment);
+  if (!mount.ok()) return mount.status();
+  YB_LOG_INFO("mounted segment {} ({} bytes) at epoch {}", segment.name, segment.size,
+              mount->epoch);
+  restore_incomplete_ = false;
+  if (!mount->fresh) return absl::OkStatus();
+  absl::Status restored = RestoreManifest(segment.name);
+  if (!restored.ok()) {
+    restore_incomplete_ = true;
+    return MakeError(ErrorCode::kRpcFail,
+                     absl::StrCat("restoring the segment's objects: ", restored.message()));
   }
-  return epoch.status();
+  return absl::OkStatus();
+}
+
+absl::Status SegmentHost::RestoreManifest(const std::string& segment_name) {
+  const std::vector<master::RestoredObject> objects =
+      manifest_.Verified(reinterpret_cast<uint64_t>(global_segment_), config_.global_segment_size);
+  size_t restored = 0;
+  size_t done = 0;
+  do {
+    const size_t count = std::min(objects.size() - done, limits::kMaxBatchKeys);
+    const std::vector<master::RestoredObject> chunk(objects.begin() + done,
+                                                    objects.begin() + done + count);
+    const bool last = done + count == objects.size();
+    YB_ASSIGN_OR_RETURN(std::vector<absl::Status> results,
+                        master_->RestoreObjects(id_, segment_name, chunk, last));
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      if (results[i].ok()) {
+        ++restored;
+      } else {
+        manifest_.Erase(chunk[i].address);  // the master keeps another object there
+      }
+    }
+    done += count;
+  } while (done < objects.size());
+  if (!objects.empty()) {
+    YB_LOG_INFO("restored {} of {} objects of segment {} to the master", restored, objects.size(),
+                segment_name);
+  }
+  return absl::OkStatus();
+}
+
+void SegmentHost::JournalLoop() {
+  uint64_t journal_id = 0;
+  uint64_t ack = 0;
+  while (true) {
+    {
+      yuebing::MutexLock lock(&ping_mu_);
+      if (stopping_) return;
+    }
+    absl::StatusOr<master::JournalBatch> batch =
+        master_->PullJournal(id_, journal_id, ack, kJournalWait);
+    if (!batch.ok()) {
+      YB_LOG_DEBUG("journal pull from {} failed: {}", master_->address(),
+                   batch.status().ToString());
+      yuebing::MutexLock lock(&ping_mu_);
+      ping_mu_.AwaitWithTimeout(yuebing::Condition(&stopping_), absl::Milliseconds(100));
+      continue;
+    }
+    if (batch->journal_id != journal_id) {  // another master: its sequence numbers start anew
+      journal_id = batch->journal_id;
+      ack = 0;
+    }
+    manifest_.Apply(*batch);
+    ack = batch->last_seq;
+  }
 }
 
 void SegmentHost::PingLoop() {
@@ -96,7 +163,7 @@ void SegmentHost::PingLoop() {
     const bool remount = remount_pending_;
     remount_pending_ = false;
     ping_mu_.Unlock();
-    if (remount && global_segment_ != nullptr) {
+    if ((remount || restore_incomplete_) && global_segment_ != nullptr) {
       // A new leader knows nothing of this client: mount before it is asked to (Ping below).
       absl::Status status = MountGlobalSegment();
       if (!status.ok())

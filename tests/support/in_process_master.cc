@@ -101,6 +101,48 @@ absl::StatusOr<uint64_t> InProcessMasterApi::MountSegment(const master::ClientId
   return epoch;
 }
 
+absl::StatusOr<master::MountResult> InProcessMasterApi::MountSegmentForRestore(
+    const master::ClientId& client, const master::Segment& segment) {
+  absl::StatusOr<master::MountResult> mount = MakeError(ErrorCode::kInternalError, "no reply");
+  absl::Status call = Call("MountSegment", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    if (check.ok()) check = master::CheckSegmentRange(segment);
+    mount = check.ok() ? service.MountSegmentForRestore(client, segment) : check;
+  });
+  if (!call.ok()) return call;
+  return mount;
+}
+
+absl::StatusOr<std::vector<absl::Status>> InProcessMasterApi::RestoreObjects(
+    const master::ClientId& client, const std::string& segment_name,
+    const std::vector<master::RestoredObject>& objects, bool last) {
+  absl::StatusOr<std::vector<absl::Status>> results =
+      MakeError(ErrorCode::kInternalError, "no reply");
+  absl::Status call = Call("RestoreObjects", [&](master::MasterService& service) {
+    results = service.RestoreObjects(client, segment_name, objects, last);
+  });
+  if (!call.ok()) return call;
+  return results;
+}
+
+absl::StatusOr<master::JournalBatch> InProcessMasterApi::PullJournal(
+    const master::ClientId& client, uint64_t journal_id, uint64_t ack,
+    std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    absl::StatusOr<master::JournalBatch> batch = MakeError(ErrorCode::kInternalError, "no reply");
+    absl::Status call = Call("PullJournal", [&](master::MasterService& service) {
+      batch = service.PullJournal(client, journal_id, ack, 4096);
+    });
+    if (!call.ok()) return call;
+    if (!batch.ok() || !batch->entries.empty() || batch->reset ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return batch;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 absl::Status InProcessMasterApi::UnmountSegment(const master::ClientId& client,
                                                 const std::string& name) {
   absl::Status result;
@@ -123,15 +165,18 @@ absl::StatusOr<master::ClientState> InProcessMasterApi::Ping(const master::Clien
 
 std::vector<absl::StatusOr<std::vector<master::Replica>>> InProcessMasterApi::BatchPutStart(
     const master::ClientId& client, const std::vector<std::string>& keys,
-    const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert) {
+    const std::vector<uint64_t>& sizes, const master::ReplicateConfig& config, bool upsert,
+    const std::vector<uint64_t>& checksums) {
   using Result = absl::StatusOr<std::vector<master::Replica>>;
   std::vector<Result> results;
   absl::Status call = Call("BatchPutStart", [&](master::MasterService& service) {
     absl::Status check = master::CheckClientId(client);
     if (check.ok()) check = master::CheckBatchSize(keys.size());
     if (check.ok()) check = master::CheckPutSizes(keys.size(), sizes.size());
-    results = check.ok() ? master::StartPuts(service, client, keys, sizes, config, upsert)
-                         : Repeat<Result>(keys.size(), check);
+    if (check.ok()) check = master::CheckPutChecksums(keys.size(), checksums.size());
+    results = check.ok()
+                  ? master::StartPuts(service, client, keys, sizes, config, upsert, checksums)
+                  : Repeat<Result>(keys.size(), check);
   });
   return call.ok() ? results : Repeat<Result>(keys.size(), call);
 }

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,31 @@ class MasterService {
   // epoch. A name held by another client whose TTL expired is taken over: its objects are dropped
   // first. Errors: kInvalidParams (empty name, zero size), kSegmentAlreadyExists.
   absl::StatusOr<uint64_t> MountSegment(const ClientId& client, const Segment& segment);
+  // MountSegment for an owner that will report what the segment holds: a fresh mount
+  // (MountResult::fresh) takes no new objects until RestoreObjects(..., last = true) ends the
+  // restore (or the owner expires); a mount the master already holds is returned as it is (fresh
+  // again while its restore has not ended, so a failed restore can start over). Only segments
+  // mounted this way are journaled (PullJournal).
+  absl::StatusOr<MountResult> MountSegmentForRestore(const ClientId& client,
+                                                     const Segment& segment);
+  // Records objects the owner of a segment mounted by MountSegmentForRestore reports: each
+  // becomes a complete object (or one more replica of an equal complete object: same size and
+  // checksum) unless its range is not free, outside the segment, or its key is held by a
+  // different object or in progress. One status per object, OK when recorded. `last` ends the
+  // restore. Errors of the whole call: kSegmentNotFound, kIllegalClient (not the owner),
+  // kInvalidParams (more than limits::kMaxBatchKeys objects, or the restore already ended).
+  absl::StatusOr<std::vector<absl::Status>> RestoreObjects(
+      const ClientId& client, const std::string& segment_name,
+      const std::vector<RestoredObject>& objects, bool last);
+  // Manifest changes for the segments `client` owns, after `ack` (the last_seq of the previous
+  // batch from the same journal_id; entries up to it are forgotten). A `journal_id` other than
+  // this master's is taken as ack 0. At most `max_entries` entries; none when nothing is new.
+  // Non-blocking. Errors: kInvalidParams (bad client id).
+  absl::StatusOr<JournalBatch> PullJournal(const ClientId& client, uint64_t journal_id,
+                                           uint64_t ack, size_t max_entries);
+  // Called whenever an entry is added for any client, possibly under the service's internal
+  // locks: it must only signal (for long polls), never call into the service. nullptr: none.
+  void SetJournalListener(std::function<void()> listener);
   // Unmounts: replicas on the segment are dropped; objects left with none are removed (in-progress
   // puts to it are revoked). Errors: kSegmentNotFound, kIllegalClient (owned by another client).
   absl::Status UnmountSegment(const ClientId& client, const std::string& name);
@@ -80,9 +106,12 @@ class MasterService {
 
   // --- writes ---
   // Allocates min(replica_num, segments with room) replicas (>= 1), each on a distinct segment,
-  // and records the object as in progress (invisible to readers).
+  // and records the object as in progress (invisible to readers). `checksum`: the one PutEnd
+  // will record, announced early (0: none) so that the segments' owners learn of the object
+  // while its bytes are written (journal; see PullJournal).
   absl::StatusOr<std::vector<Replica>> PutStart(const ClientId& client, const std::string& key,
-                                                uint64_t size, const ReplicateConfig& config);
+                                                uint64_t size, const ReplicateConfig& config,
+                                                uint64_t checksum = 0);
   // Makes the object visible with its checksum. Errors: kObjectNotFound, kIllegalClient.
   absl::Status PutEnd(const ClientId& client, const std::string& key, uint64_t checksum);
   // Abandons an in-progress put and frees its space.
@@ -90,7 +119,8 @@ class MasterService {
   // Like PutStart, but an existing complete object is replaced when the new put ends; the old
   // replicas stay readable until then and are freed once no read lease covers them.
   absl::StatusOr<std::vector<Replica>> UpsertStart(const ClientId& client, const std::string& key,
-                                                   uint64_t size, const ReplicateConfig& config);
+                                                   uint64_t size, const ReplicateConfig& config,
+                                                   uint64_t checksum = 0);
 
   // --- reads ---
   // Replicas of a complete object; grants (extends) a read lease of default_kv_lease_ttl and
@@ -117,7 +147,8 @@ class MasterService {
   // --- batch forms: one result per key, in order; at most limits::kMaxBatchKeys keys ---
   std::vector<absl::StatusOr<std::vector<Replica>>> BatchPutStart(
       const ClientId& client, const std::vector<std::string>& keys,
-      const std::vector<uint64_t>& sizes, const ReplicateConfig& config);
+      const std::vector<uint64_t>& sizes, const ReplicateConfig& config,
+      const std::vector<uint64_t>& checksums = {});
   std::vector<absl::Status> BatchPutEnd(const ClientId& client,
                                         const std::vector<std::string>& keys,
                                         const std::vector<uint64_t>& checksums);

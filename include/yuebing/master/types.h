@@ -92,6 +92,56 @@ struct ObjectLocation {
 
 enum class ClientState { kOk, kNeedRemount };
 
+// --- segment manifests: what survives a master restart or failover (docs/master.md) ---
+
+// One change to what a mounted segment holds, in the order the master made it. The master sends
+// these to the segment's owner (MasterService::PullJournal), which keeps the segment's manifest;
+// after a new master's fresh mount it reports the manifest back (MasterService::RestoreObjects).
+struct JournalEntry {
+  enum class Op : uint8_t {
+    // A replica of object `key` lives at [address, address + size): being written (PutStart,
+    // committed = false) or complete (PutEnd, committed = true).
+    kAdd,
+    // The replica at `address` is no longer an object (removed, evicted, replaced, revoked).
+    kDrop,
+  };
+  Op op = Op::kAdd;
+  bool committed = false;  // kAdd only
+  uint64_t address = 0;
+  uint64_t size = 0;      // kAdd only
+  uint64_t checksum = 0;  // kAdd only; 0: none recorded
+  uint32_t pins = 0;      // kAdd only: kPinSoft | kPinHard
+  std::string key;        // kAdd only
+  static constexpr uint32_t kPinSoft = 1;
+  static constexpr uint32_t kPinHard = 2;
+};
+
+// A reply to PullJournal: the entries after the acknowledged sequence number.
+struct JournalBatch {
+  uint64_t journal_id = 0;  // identifies this master's journal; changes when the master does
+  uint64_t last_seq = 0;    // sequence number of the last entry (acknowledge it next time)
+  // The master dropped entries this client had not acknowledged (it fell too far behind): the
+  // client must forget its manifest; only entries from here on describe the segment.
+  bool reset = false;
+  std::vector<JournalEntry> entries;
+};
+
+// One object a segment's owner reports after a fresh mount (its manifest entry, whose bytes it
+// checked against the checksum where one was recorded).
+struct RestoredObject {
+  std::string key;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+  uint32_t pins = 0;  // JournalEntry::kPinSoft | kPinHard
+};
+
+struct MountResult {
+  uint64_t epoch = 0;
+  // A new mount (the master did not hold this segment): the owner may restore its manifest.
+  bool fresh = false;
+};
+
 struct SegmentUsage {
   Segment segment;
   ClientId client_id;
