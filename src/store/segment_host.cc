@@ -142,6 +142,13 @@ void SegmentHost::JournalLoop() {
       continue;
     }
     if (batch->journal_id != journal_id) {  // another master: its sequence numbers start anew
+      if (journal_id != 0) {
+        // A restarted or new master that may not have asked for a re-mount (a disk tier's sync
+        // registers the client, so its pings are answered as known): mount and restore now.
+        YB_LOG_INFO("master {} has a new journal; re-mounting", master_->address());
+        yuebing::MutexLock lock(&ping_mu_);
+        remount_pending_ = true;
+      }
       journal_id = batch->journal_id;
       ack = 0;
     }

@@ -121,6 +121,23 @@ class Cluster:
             raise
         return self
 
+    def restart_master(self) -> None:
+        """kill -9 of the master, then the same command again (same ports)."""
+        assert self.master is not None
+        argv = self.master.argv
+        self.master.stop(signal.SIGKILL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:  # the old socket may linger for a moment
+            self.master = Process(argv, "yuebing-master")
+            try:
+                self.master.wait_for("yuebing-master listening", timeout=5)
+                return
+            except RuntimeError:
+                self.master.stop(signal.SIGKILL)
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def add_store(self) -> Process:
         store = Process([str(store_binary()), f"--master_server_address={self.master_address}",
                          f"--global_segment_size={self._store_size}"], "yuebing-store")

@@ -108,6 +108,45 @@ TEST_F(DiskTierClusterTest, FillPastMemoryReadsEverythingBack) {
       kObjects, kValueBytes >> 10, put_s, get_s, static_cast<unsigned long long>(stats.disk_reads));
 }
 
+// Objects in memory and on the disk tier both come back after a kill -9 and restart of the
+// master: memory ones from the store's segment manifest, disk ones from its full re-announce.
+TEST_F(DiskTierClusterTest, MemoryAndDiskObjectsSurviveAMasterRestart) {
+  TestCluster cluster(Options("8MB", "256MB"));
+  ASSERT_TRUE(cluster.Start());
+  auto client = cluster.MakeClient();
+  ASSERT_NE(client, nullptr);
+  constexpr int kObjects = 64;  // 16 MiB: twice the store's memory
+  for (int i = 0; i < kObjects; ++i) {
+    ASSERT_TRUE(PutRetrying(*client, KeyOf(i), ValueFor(KeyOf(i), kValueBytes)).ok()) << i;
+  }
+  cluster.KillMaster();
+  ASSERT_TRUE(cluster.RestartMaster());
+  const auto restarted = Clock::now();
+  int exact = 0;
+  int wrong = 0;
+  while (Clock::now() - restarted < std::chrono::seconds(10)) {
+    exact = 0;
+    for (int i = 0; i < kObjects; ++i) {
+      absl::StatusOr<std::string> value = client->Get(KeyOf(i));
+      if (!value.ok()) continue;
+      if (*value == ValueFor(KeyOf(i), kValueBytes)) {
+        ++exact;
+      } else {
+        ++wrong;
+      }
+    }
+    if (exact == kObjects) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - restarted).count();
+  std::printf("after a master restart: %d of %d readable in %.2f s (%llu reads from disk)\n", exact,
+              kObjects, seconds, static_cast<unsigned long long>(client->Stats().disk_reads));
+  EXPECT_EQ(exact, kObjects);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LE(seconds, 5.0);
+  EXPECT_GT(client->Stats().disk_reads, 0u);
+}
+
 TEST_F(DiskTierClusterTest, RestartServesCompletedFilesAndNeverBrokenOnes) {
   TestCluster::Options options = Options("4MB", "256MB");
   options.store_flags.push_back("--ssd_port=0");
