@@ -168,7 +168,7 @@ void MasterService::Impl::ReleaseZombiePuts(int64_t now) {
     Shard& s = *shard;
     yuebing::MutexLock lock(&s.mu);
     std::vector<uint32_t> stale;
-    for (uint32_t i : s.in_progress) {
+    for (const auto& [i, announced] : s.in_progress) {
       if (s.table.at(i).time_ns + release_timeout_ns_ <= now) stale.push_back(i);
     }
     for (uint32_t i : stale) {

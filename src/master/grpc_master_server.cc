@@ -75,11 +75,12 @@ Outcome StatusesReply(const std::vector<absl::Status>& statuses, rpc::BatchStatu
 constexpr std::chrono::milliseconds kMaxJournalWait{1000};
 constexpr size_t kJournalBatchEntries = 16384;
 
-// RPCs that can add or drop objects (journal entries for segment owners).
+// RPCs whose journal entries should leave before their reply. (BatchPutStart's announcements go
+// out from the long-poll thread while the client writes the bytes: a whole transfer and PutEnd
+// round trip before the put returns.)
 bool ChangesManifests(RpcOp op) {
   switch (op) {
-    case RpcOp::kBatchPutStart:  // evictions for room
-    case RpcOp::kBatchPutEnd:
+    case RpcOp::kBatchPutEnd:  // commits without an announced checksum, drops of replaced ones
     case RpcOp::kBatchRemove:
     case RpcOp::kRemoveByRegex:
     case RpcOp::kRemoveAll:

@@ -26,6 +26,9 @@ void LongPolls::Park(Attempt attempt, Clock::time_point deadline) {
 
 void LongPolls::Notify() {
   yuebing::MutexLock lock(&mu_);
+  // Nothing parked, or a wake-up already pending: waking the thread again would only cost a
+  // context switch per change.
+  if (parked_.empty() || notified_) return;
   notified_ = true;
   cv_.Signal();
 }

@@ -75,7 +75,8 @@ struct PendingPut {
   uint64_t writer = 0;
   int64_t start_ns = 0;
   uint64_t size = 0;
-  uint8_t pins = 0;  // kEntrySoftPin | kEntryHardPin
+  uint8_t pins = 0;        // kEntrySoftPin | kEntryHardPin
+  uint64_t announced = 0;  // checksum announced by the UpsertStart (0: none)
   std::vector<ReplicaRef> replicas;
 };
 
@@ -118,7 +119,8 @@ struct Shard {
   // Replicas after the first, for objects with more than one.
   absl::flat_hash_map<uint32_t, std::vector<ReplicaRef>> extra ABSL_GUARDED_BY(mu);
   absl::flat_hash_map<uint32_t, PendingPut> pending ABSL_GUARDED_BY(mu);
-  absl::flat_hash_set<uint32_t> in_progress ABSL_GUARDED_BY(mu);  // entries not yet complete
+  // Entries not yet complete -> the checksum announced by their PutStart (0: none).
+  absl::flat_hash_map<uint32_t, uint64_t> in_progress ABSL_GUARDED_BY(mu);
   // Disk-only objects. A key is in `table` or here, never both.
   absl::flat_hash_map<std::string, DiskEntry> disk ABSL_GUARDED_BY(mu);
   // Entries with kEntrySpilling: the deadline of their spill and the memory it will free.
@@ -259,7 +261,9 @@ class MasterService::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   std::vector<Replica> ToReplicas(const std::vector<ReplicaRef>& refs, uint64_t size) const
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
-  void CompletePut(Shard& s, uint32_t index, uint64_t checksum, int64_t now)
+  // `announced`: the checksum the PutStart announced to the segments' owners; when it is the
+  // one recorded now, they already know all they need and no commit is journaled.
+  void CompletePut(Shard& s, uint32_t index, uint64_t checksum, uint64_t announced, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   template <typename Match>
   uint64_t RemoveMatching(bool force, Match&& match) ABSL_LOCKS_EXCLUDED(topo_mu_);

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "master/master_impl.h"
+#include "yuebing/common/checksum.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
@@ -240,7 +241,8 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
               PinFlags(config));
   if (existing != kNone) {
     s.table.at(existing).flags |= kEntryPendingUpsert;
-    s.pending[existing] = PendingPut{serial, now, size, PinFlags(config), std::move(refs)};
+    s.pending[existing] =
+        PendingPut{serial, now, size, PinFlags(config), checksum, std::move(refs)};
     return replicas;
   }
   const uint32_t index = s.table.Insert(key);
@@ -256,7 +258,7 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
   entry.last_access = access_seq_.fetch_add(1) + 1;
   entry.flags |= PinFlags(config);
   SetReplicas(s, index, refs);
-  s.in_progress.insert(index);
+  s.in_progress[index] = checksum;
   objects_.fetch_add(1);
   return replicas;
 }
@@ -294,7 +296,8 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
   return result;
 }
 
-void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksum, int64_t now) {
+void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksum,
+                                      uint64_t announced, int64_t now) {
   ObjectEntry& entry = s.table.at(index);
   entry.flags |= kEntryComplete;
   entry.aux = checksum;
@@ -302,7 +305,9 @@ void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksu
   entry.last_access = access_seq_.fetch_add(1) + 1;
   if (entry.flags & kEntrySoftPin) entry.soft_pin_until_ns = now + soft_pin_ttl_ns_;
   s.in_progress.erase(index);
-  JournalReplicas(s, index, ReplicasOf(s, index), JournalEntry::Op::kAdd);
+  if (checksum == kNoChecksum || checksum != announced) {
+    JournalReplicas(s, index, ReplicasOf(s, index), JournalEntry::Op::kAdd);
+  }
 }
 
 absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::string& key,
@@ -320,7 +325,8 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     if (serial == 0 || entry.aux != serial) {
       return MakeError(ErrorCode::kIllegalClient, "the key is written by another client");
     }
-    CompletePut(s, index, checksum, now);
+    auto announced = s.in_progress.find(index);
+    CompletePut(s, index, checksum, announced == s.in_progress.end() ? 0 : announced->second, now);
     return absl::OkStatus();
   }
   if (entry.flags & kEntryPendingUpsert) {
@@ -336,7 +342,7 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     entry.size = done.size;
     entry.flags = kEntryUsed | done.pins;
     SetReplicas(s, index, done.replicas);
-    CompletePut(s, index, checksum, now);
+    CompletePut(s, index, checksum, done.announced, now);
     return absl::OkStatus();
   }
   // A retried PutEnd whose first attempt went through.

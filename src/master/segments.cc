@@ -207,7 +207,7 @@ void MasterService::Impl::UnmountLocked(const std::vector<uint32_t>& slots,
     }
     if (writers.empty()) continue;
     std::vector<uint32_t> puts;
-    for (uint32_t i : s.in_progress) {
+    for (const auto& [i, announced] : s.in_progress) {
       if (writers.contains(s.table.at(i).aux)) puts.push_back(i);
     }
     for (uint32_t i : puts) DropObject(s, i, now, Unfinished::kHoldUntilRelease);
