@@ -1,11 +1,12 @@
 // yb_master_footprint: metadata cost per object and batched Exist throughput of the master.
 //
-// Inserts N objects (default 1,000,000) with 32-byte keys through PutStart + PutEnd, measures the
+// Inserts N objects (default 1,000,000) with K-byte keys (default 32) through PutStart + PutEnd,
+// measures the
 // growth of the process's resident set, and prints bytes per object; then times BatchExist over
 // all keys in batches of 256 (as SGLang sends them) and prints keys/s. Exits 1 when an object
 // costs more than 128 bytes beyond its key.
 //
-// Usage: yb_master_footprint [objects]
+// Usage: yb_master_footprint [objects [key_bytes]]   (key_bytes 8..255)
 #include <unistd.h>
 
 #include <chrono>
@@ -22,7 +23,6 @@ namespace {
 using yuebing::master::MasterOptions;
 using yuebing::master::MasterService;
 
-constexpr size_t kKeyBytes = 32;
 constexpr size_t kBatch = 256;
 
 size_t ResidentBytes() {
@@ -35,10 +35,10 @@ size_t ResidentBytes() {
   return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-std::string KeyOf(uint64_t i) {
-  char buf[kKeyBytes + 1];
-  std::snprintf(buf, sizeof(buf), "kv-%029" PRIu64, i);
-  return std::string(buf, kKeyBytes);
+std::string KeyOf(uint64_t i, size_t key_bytes) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "kv-%0*" PRIu64, static_cast<int>(key_bytes - 3), i);
+  return std::string(buf, key_bytes);
 }
 
 double Seconds(std::chrono::steady_clock::time_point since) {
@@ -49,6 +49,11 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 
 int main(int argc, char** argv) {
   const uint64_t objects = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
+  const size_t key_bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 32;
+  if (key_bytes < 8 || key_bytes > 255) {
+    std::fprintf(stderr, "key_bytes must be 8..255\n");
+    return 2;
+  }
   yuebing::FakeClock clock;
   MasterOptions options;
   options.eviction_high_watermark_ratio = 1.0;
@@ -60,7 +65,7 @@ int main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   std::string key;
   for (uint64_t i = 0; i < objects; ++i) {
-    key = KeyOf(i);
+    key = KeyOf(i, key_bytes);
     if (!master.PutStart("client", key, 4096, {}).ok() || !master.PutEnd("client", key, i).ok()) {
       std::fprintf(stderr, "put %" PRIu64 " failed\n", i);
       return 2;
@@ -71,14 +76,14 @@ int main(int argc, char** argv) {
   const double per_object = static_cast<double>(rss_after - rss_before) / objects;
   std::printf("objects: %" PRIu64 "\n", objects);
   std::printf("rss growth: %.1f MiB, %.1f bytes/object (key %zu bytes, %.1f beyond the key)\n",
-              (rss_after - rss_before) / 1048576.0, per_object, kKeyBytes, per_object - kKeyBytes);
+              (rss_after - rss_before) / 1048576.0, per_object, key_bytes, per_object - key_bytes);
   std::printf("put (PutStart+PutEnd): %.0f objects/s\n", objects / put_seconds);
 
   std::vector<std::vector<std::string>> batches;
   for (uint64_t i = 0; i < objects; i += kBatch) {
     std::vector<std::string>& batch = batches.emplace_back();
     for (uint64_t j = i; j < std::min<uint64_t>(objects, i + kBatch); ++j) {
-      batch.push_back(KeyOf(j));
+      batch.push_back(KeyOf(j, key_bytes));
     }
   }
   start = std::chrono::steady_clock::now();
@@ -93,7 +98,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "only %" PRIu64 " of %" PRIu64 " keys found\n", found, objects);
     return 2;
   }
-  if (per_object > 128.0 + kKeyBytes) {
+  if (per_object > 128.0 + key_bytes) {
     std::fprintf(stderr, "FAIL: %.1f bytes/object exceeds 128 + key bytes\n", per_object);
     return 1;
   }
