@@ -61,9 +61,10 @@ inline constexpr size_t kEvictionSampleCap = 65536;
 // After a pass that evicted nothing, further passes wait this long.
 inline constexpr std::chrono::milliseconds kFutileEvictionBackoff{100};
 
-// Manifest changes queued for one segment owner at most (SegmentJournal); an owner further behind
-// forgets its manifest and starts over.
-inline constexpr size_t kMaxJournalEntriesPerClient = size_t{1} << 16;
+// Manifest changes queued for one segment owner at most (SegmentJournal; about 100 bytes each, so
+// 100 MB for an owner that stopped pulling until it expires). An eviction pass can drop many
+// objects of one segment at once; an owner further behind is told to reset.
+inline constexpr size_t kMaxJournalEntriesPerClient = size_t{1} << 20;
 
 struct ReplicaRef {
   uint32_t segment;

@@ -1,8 +1,8 @@
 // SegmentJournal: the queue of manifest changes (JournalEntry) the master owes each segment
 // owner, numbered per owner. Owners pull them (MasterService::PullJournal) and acknowledge by
 // sequence number; acknowledged entries are forgotten. An owner that falls more than
-// `max_entries` behind loses its queue and is told to forget its manifest (JournalBatch::reset):
-// a manifest is then only as good as the entries after the reset, never wrong.
+// `max_entries` behind loses its queue and is told so (JournalBatch::reset): its manifest then
+// keeps only objects whose bytes it can check, so it may restore fewer, never wrong ones.
 //
 // Thread safety: every method is thread-safe; its mutex is a leaf (taken under shard and topology
 // locks, nothing is taken under it). The listener runs after an Add, outside the mutex.

@@ -9,7 +9,18 @@ namespace yuebing::store {
 
 void SegmentManifest::Apply(const master::JournalBatch& batch) {
   yuebing::MutexLock lock(&mu_);
-  if (batch.reset) by_address_.clear();
+  if (batch.reset) {
+    // Changes were lost. Objects with a checksum stay: Verified() reports them only if their
+    // bytes still match (at worst a removed object comes back with its own value). Those
+    // without one could name reused bytes: they go.
+    for (auto it = by_address_.begin(); it != by_address_.end();) {
+      if (it->second.object.checksum == kNoChecksum) {
+        by_address_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
   for (const master::JournalEntry& entry : batch.entries) {
     if (entry.op == master::JournalEntry::Op::kDrop) {
       by_address_.erase(entry.address);

@@ -24,7 +24,8 @@ namespace yuebing::store {
 
 class SegmentManifest {
  public:
-  // Applies a journal batch (a reset forgets everything first).
+  // Applies a journal batch. A reset (changes were lost) first forgets the objects without a
+  // checksum, which could not be checked later.
   void Apply(const master::JournalBatch& batch);
   // The objects whose bytes in [base, base + size) of this process match their checksum;
   // the others are forgotten.

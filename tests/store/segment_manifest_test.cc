@@ -60,10 +60,16 @@ TEST(SegmentManifestTest, ReportsOnlyObjectsWhoseBytesStillMatch) {
   // Outside the segment's range: never reported.
   EXPECT_TRUE(manifest.Verified(base + 4096, 4096).empty());
 
+  // A reset keeps what can still be checked (objects with a checksum), drops the rest.
+  master::JournalBatch again;
+  again.entries.push_back(Add("checked", segment.data(), 1024, checksum(0, 1024)));
+  again.entries.push_back(Add("unchecked", segment.data() + 2048, 512, kNoChecksum));
+  manifest.Apply(again);
   master::JournalBatch reset;
   reset.reset = true;
   manifest.Apply(reset);
-  EXPECT_EQ(manifest.size(), 0u);
+  EXPECT_EQ(manifest.size(), 1u);
+  ASSERT_EQ(manifest.Verified(base, segment.size()).size(), 1u);
 }
 
 }  // namespace

@@ -121,7 +121,8 @@ struct JournalBatch {
   uint64_t journal_id = 0;  // identifies this master's journal; changes when the master does
   uint64_t last_seq = 0;    // sequence number of the last entry (acknowledge it next time)
   // The master dropped entries this client had not acknowledged (it fell too far behind): the
-  // client must forget its manifest; only entries from here on describe the segment.
+  // client's manifest may name objects that are gone; it keeps only what it can check (objects
+  // with a checksum, verified before any report).
   bool reset = false;
   std::vector<JournalEntry> entries;
 };
