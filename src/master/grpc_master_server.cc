@@ -273,24 +273,11 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
         std::chrono::milliseconds(request->wait_ms()), kMaxJournalWait);
     auto attempt = [this, reactor, request, reply](bool must_finish) {
       const Clock::time_point start = Clock::now();
-      Outcome outcome;
-      try {
-        absl::Status admitted = admit_ ? admit_() : absl::OkStatus();
-        outcome = admitted.ok() ? FillJournal(*request, reply) : Outcome{std::move(admitted)};
-      } catch (const std::exception& e) {
-        reply->Clear();
-        outcome = Outcome{MakeError(ErrorCode::kInternalError, e.what())};
-      }
+      const Outcome outcome = Run(reply, [&] { return FillJournal(*request, reply); });
       if (!must_finish && outcome.status.ok() && outcome.keys == 0 && !reply->reset()) {
         return false;  // nothing new yet
       }
-      ToRpc(outcome.status, reply->mutable_status());
-      reply->set_term(term_ ? term_() : 0);
-      if (metrics_ != nullptr) {
-        metrics_->RecordRpc(RpcOp::kPullJournal, outcome.status.ok(), outcome.keys, 0,
-                            Clock::now() - start);
-      }
-      reactor->Finish(grpc::Status::OK);
+      Answer(reactor, RpcOp::kPullJournal, outcome, start, reply);
       return true;
     };
     if (wait.count() == 0 || attempt(false)) {
@@ -384,26 +371,38 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       return reactor;
     }
     const Clock::time_point start = Clock::now();
-    Outcome outcome;
-    try {
-      absl::Status admitted = admit_ ? admit_() : absl::OkStatus();
-      outcome = admitted.ok() ? body() : Outcome{std::move(admitted)};
-    } catch (const std::exception& e) {  // e.g. std::bad_alloc: fail this call, keep serving
-      reply->Clear();
-      outcome = Outcome{MakeError(ErrorCode::kInternalError, e.what())};
-    }
-    ToRpc(outcome.status, reply->mutable_status());
-    reply->set_term(term_ ? term_() : 0);
+    const Outcome outcome = Run(reply, std::forward<Body>(body));
     // Manifest changes this call made go out to their owners before its own reply does, so a
     // master killed right after answering has already sent them (docs/master.md).
     if (ChangesManifests(op)) polls_.RunNow();
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    Answer(reactor, op, outcome, start, reply);
+    return reactor;
+  }
+
+  // Runs `body` if the call is admitted; an exception fails this call only.
+  template <typename Reply, typename Body>
+  Outcome Run(Reply* reply, Body&& body) {
+    try {
+      absl::Status admitted = admit_ ? admit_() : absl::OkStatus();
+      return admitted.ok() ? body() : Outcome{std::move(admitted)};
+    } catch (const std::exception& e) {  // e.g. std::bad_alloc: fail this call, keep serving
+      reply->Clear();
+      return Outcome{MakeError(ErrorCode::kInternalError, e.what())};
+    }
+  }
+
+  // Stamps the reply with the outcome's status and the term, records the RPC and finishes it.
+  template <typename Reply>
+  void Answer(grpc::ServerUnaryReactor* reactor, RpcOp op, const Outcome& outcome,
+              Clock::time_point start, Reply* reply) {
+    ToRpc(outcome.status, reply->mutable_status());
+    reply->set_term(term_ ? term_() : 0);
     if (metrics_ != nullptr) {
       metrics_->RecordRpc(op, outcome.status.ok(), outcome.keys, outcome.key_errors,
                           Clock::now() - start);
     }
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
-    return reactor;
   }
 
   Outcome PutStart(const rpc::BatchPutStartRequest& request, rpc::BatchPutStartReply* reply) {

@@ -230,6 +230,9 @@ class MasterService::Impl {
   void JournalRefs(const std::vector<ReplicaRef>& refs, JournalEntry::Op op, bool committed,
                    absl::string_view key, uint64_t size, uint64_t checksum, uint8_t flags)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  void JournalDrops(const std::vector<ReplicaRef>& refs) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_) {
+    JournalRefs(refs, JournalEntry::Op::kDrop, false, {}, 0, 0, 0);
+  }
   absl::Status RestoreOne(SegmentState& seg, uint32_t slot, const RestoredObject& object,
                           int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // Tells the owners of `refs` that the complete object at `index` lives there (kAdd,

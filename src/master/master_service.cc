@@ -176,7 +176,7 @@ void MasterService::Impl::CancelPending(Shard& s, uint32_t index, int64_t now, U
   const int64_t free_at =
       mode == Unfinished::kFreeNow ? now : pending.start_ns + release_timeout_ns_;
   const uint64_t length = AlignedSize(pending.size);
-  JournalRefs(pending.replicas, JournalEntry::Op::kDrop, false, {}, 0, 0, 0);
+  JournalDrops(pending.replicas);
   for (const ReplicaRef& ref : pending.replicas) Retire(ref, length, free_at, now);
   s.pending.erase(it);
 }
@@ -192,7 +192,7 @@ void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfi
         mode == Unfinished::kFreeNow ? now : entry.time_ns + release_timeout_ns_;
     s.in_progress.erase(index);
     const std::vector<ReplicaRef> refs = ReplicasOf(s, index);
-    JournalRefs(refs, JournalEntry::Op::kDrop, false, {}, 0, 0, 0);
+    JournalDrops(refs);
     for (const ReplicaRef& ref : refs) Retire(ref, length, free_at, now);
   }
   EndSpill(s, index);
@@ -247,7 +247,7 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
   }
   const uint32_t index = s.table.Insert(key);
   if (index == kNone) {
-    JournalRefs(refs, JournalEntry::Op::kDrop, false, {}, 0, 0, 0);
+    JournalDrops(refs);
     for (const ReplicaRef& ref : refs) FreeRange(ref.segment, ref.offset, AlignedSize(size));
     return MakeError(ErrorCode::kNoAvailableHandle, "object index shard is full");
   }

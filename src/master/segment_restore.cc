@@ -10,6 +10,19 @@
 #include "yuebing/common/status.h"
 
 namespace yuebing::master {
+namespace {
+
+// ObjectEntry pin flags <-> JournalEntry / RestoredObject pins.
+uint32_t PinsOf(uint8_t flags) {
+  return ((flags & kEntrySoftPin) ? JournalEntry::kPinSoft : 0) |
+         ((flags & kEntryHardPin) ? JournalEntry::kPinHard : 0);
+}
+uint8_t FlagsOf(uint32_t pins) {
+  return ((pins & JournalEntry::kPinSoft) ? kEntrySoftPin : 0) |
+         ((pins & JournalEntry::kPinHard) ? kEntryHardPin : 0);
+}
+
+}  // namespace
 
 void MasterService::Impl::JournalRefs(const std::vector<ReplicaRef>& refs, JournalEntry::Op op,
                                       bool committed, absl::string_view key, uint64_t size,
@@ -26,8 +39,7 @@ void MasterService::Impl::JournalRefs(const std::vector<ReplicaRef>& refs, Journ
       change.committed = committed;
       change.size = size;
       change.checksum = checksum;
-      change.pins = ((flags & kEntrySoftPin) ? JournalEntry::kPinSoft : 0) |
-                    ((flags & kEntryHardPin) ? JournalEntry::kPinHard : 0);
+      change.pins = PinsOf(flags);
       change.key = std::string(key);
     }
     journal_.Add(seg->owner->serial, std::move(change));
@@ -148,8 +160,7 @@ absl::Status MasterService::Impl::RestoreOne(SegmentState& seg, uint32_t slot,
   entry.aux = object.checksum;
   entry.time_ns = 0;
   entry.last_access = access_seq_.fetch_add(1) + 1;
-  entry.flags |= kEntryComplete | ((object.pins & JournalEntry::kPinSoft) ? kEntrySoftPin : 0) |
-                 ((object.pins & JournalEntry::kPinHard) ? kEntryHardPin : 0);
+  entry.flags |= kEntryComplete | FlagsOf(object.pins);
   if (entry.flags & kEntrySoftPin) entry.soft_pin_until_ns = now + soft_pin_ttl_ns_;
   SetReplicas(s, index, {ref});
   objects_.fetch_add(1);

@@ -255,16 +255,7 @@ absl::Status Call(const char* name,
 
 absl::StatusOr<master::MountResult> MasterClient::MountSegmentForRestore(
     const master::ClientId& client, const master::Segment& segment) {
-  rpc::MountSegmentRequest request;
-  request.set_client_id(client);
-  request.mutable_segment()->set_name(segment.name);
-  request.mutable_segment()->set_base(segment.base);
-  request.mutable_segment()->set_size(segment.size);
-  request.set_restoring(true);
-  rpc::MountSegmentReply reply;
-  YB_RETURN_IF_ERROR(YB_CALL(MountSegment, request, reply));
-  YB_RETURN_IF_ERROR(FromRpc(reply.status()));
-  return master::MountResult{reply.epoch(), reply.fresh()};
+  return Mount(client, segment, /*restoring=*/true);
 }
 
 absl::StatusOr<std::vector<absl::Status>> MasterClient::RestoreObjects(
@@ -397,15 +388,23 @@ void MasterClient::FlushLoop() {
 
 absl::StatusOr<uint64_t> MasterClient::MountSegment(const master::ClientId& client,
                                                     const master::Segment& segment) {
+  YB_ASSIGN_OR_RETURN(const master::MountResult mount, Mount(client, segment, /*restoring=*/false));
+  return mount.epoch;
+}
+
+absl::StatusOr<master::MountResult> MasterClient::Mount(const master::ClientId& client,
+                                                        const master::Segment& segment,
+                                                        bool restoring) {
   rpc::MountSegmentRequest request;
   request.set_client_id(client);
   request.mutable_segment()->set_name(segment.name);
   request.mutable_segment()->set_base(segment.base);
   request.mutable_segment()->set_size(segment.size);
+  request.set_restoring(restoring);
   rpc::MountSegmentReply reply;
   YB_RETURN_IF_ERROR(YB_CALL(MountSegment, request, reply));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));
-  return reply.epoch();
+  return master::MountResult{reply.epoch(), reply.fresh()};
 }
 
 absl::Status MasterClient::UnmountSegment(const master::ClientId& client, const std::string& name) {

@@ -98,6 +98,9 @@ class MasterClient final : public MasterApi {
 
  private:
   MasterClient(std::string address, std::unique_ptr<Impl> impl);
+  // The MountSegment RPC; `restoring` as in MasterService::MountSegmentForRestore.
+  absl::StatusOr<master::MountResult> Mount(const master::ClientId& client,
+                                            const master::Segment& segment, bool restoring);
   // Adds up to limits::kMaxBatchKeys queued releases to a request about to go out, after any
   // flush in flight has been answered (so the request cannot overtake releases queued before it).
   template <typename Ids>
