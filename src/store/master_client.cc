@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "common/etcd_client.h"
 #include "master.grpc.pb.h"
+#include "store/channel_keeper.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
@@ -31,8 +32,13 @@ constexpr char kDefaultClusterId[] = "mooncake_cluster";
 // Under a storm of failing calls the leader is re-read from etcd at most this often.
 constexpr auto kMinResolveGap = std::chrono::milliseconds(50);
 
-std::shared_ptr<rpc::MasterService::Stub> NewStub(const std::string& address,
-                                                  const MasterRpcSecurity& security) {
+// A master's channel, its stub, and the keeper that reconnects the channel after a failure.
+struct MasterConnection {
+  std::shared_ptr<rpc::MasterService::Stub> stub;
+  std::shared_ptr<ChannelKeeper> keeper;
+};
+
+MasterConnection Connect(const std::string& address, const MasterRpcSecurity& security) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
@@ -40,7 +46,9 @@ std::shared_ptr<rpc::MasterService::Stub> NewStub(const std::string& address,
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   auto channel = grpc::CreateCustomChannel(address, MasterChannelCredentials(security), args);
-  return std::shared_ptr<rpc::MasterService::Stub>(rpc::MasterService::NewStub(channel));
+  return MasterConnection{
+      std::shared_ptr<rpc::MasterService::Stub>(rpc::MasterService::NewStub(channel)),
+      std::make_shared<ChannelKeeper>(channel)};
 }
 
 }  // namespace
@@ -50,7 +58,7 @@ std::shared_ptr<rpc::MasterService::Stub> NewStub(const std::string& address,
 class MasterClient::Impl {
  public:
   struct Target {
-    std::shared_ptr<rpc::MasterService::Stub> stub;
+    MasterConnection connection;
     std::string address;
   };
 
@@ -59,7 +67,7 @@ class MasterClient::Impl {
         secret(security.cluster_secret),
         security_(std::move(security)),
         address_(std::move(address)),
-        stub_(NewStub(address_, security_)) {}
+        connection_(Connect(address_, security_)) {}
   Impl(std::unique_ptr<EtcdClient> etcd, std::string key, std::chrono::milliseconds timeout,
        MasterRpcSecurity security)
       : timeout(timeout),
@@ -74,15 +82,15 @@ class MasterClient::Impl {
   // reported stale. Errors: kRpcFail (etcd unreachable in time, no leader registered).
   absl::StatusOr<Target> Get(Clock::time_point deadline) {
     yuebing::MutexLock lock(&mu_);
-    if (etcd_ == nullptr) return Target{stub_, address_};
+    if (etcd_ == nullptr) return Target{connection_, address_};
     const yuebing::Condition not_resolving(
         +[](Impl* self) ABSL_NO_THREAD_SAFETY_ANALYSIS { return !self->resolving_; }, this);
     if (!mu_.AwaitWithDeadline(not_resolving, absl::FromChrono(deadline))) {
       return MakeError(ErrorCode::kRpcFail, "timed out waiting for the master leader lookup");
     }
     const auto now = std::chrono::steady_clock::now();
-    if (stub_ != nullptr && (!stale_ || now - resolved_at_ < kMinResolveGap)) {
-      return Target{stub_, address_};
+    if (connection_.stub != nullptr && (!stale_ || now - resolved_at_ < kMinResolveGap)) {
+      return Target{connection_, address_};
     }
     resolving_ = true;
     mu_.Unlock();
@@ -104,14 +112,14 @@ class MasterClient::Impl {
                                                          " in ", etcd_->Describe()));
     }
     const std::string& address = (*leader)->value;
-    if (stub_ == nullptr || address != address_) {
-      auto& cached = stubs_[address];
-      if (cached == nullptr) cached = NewStub(address, security_);
-      stub_ = cached;
+    if (connection_.stub == nullptr || address != address_) {
+      auto& cached = connections_[address];
+      if (cached.stub == nullptr) cached = Connect(address, security_);
+      connection_ = cached;
       address_ = address;
     }
     stale_ = false;
-    return Target{stub_, address_};
+    return Target{connection_, address_};
   }
 
   // A call to `address` failed in transport or was refused as not-leader: read etcd next time.
@@ -129,12 +137,11 @@ class MasterClient::Impl {
   const std::string key_;
   yuebing::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<rpc::MasterService::Stub> stub_ ABSL_GUARDED_BY(mu_);
+  MasterConnection connection_ ABSL_GUARDED_BY(mu_);
   bool stale_ ABSL_GUARDED_BY(mu_) = false;
   bool resolving_ ABSL_GUARDED_BY(mu_) = false;
   std::chrono::steady_clock::time_point resolved_at_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::shared_ptr<rpc::MasterService::Stub>> stubs_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, MasterConnection> connections_ ABSL_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -222,8 +229,9 @@ absl::Status Call(const char* name,
       return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, ": ", auth.message()));
     }
     reply.Clear();
-    grpc::Status rpc_status = (target.stub.get()->*method)(&context, request, &reply);
+    grpc::Status rpc_status = (target.connection.stub.get()->*method)(&context, request, &reply);
     if (!rpc_status.ok()) {
+      target.connection.keeper->Nudge();  // fast-failing calls alone would not reconnect it
       impl.MarkStale(target.address);
       return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, " to ", target.address, ": ",
                                                          rpc_status.error_message()));
