@@ -62,7 +62,11 @@ bool MasterService::Impl::TrySpill(Shard& s, uint32_t index, int64_t now) {
   ObjectEntry& entry = s.table.at(index);
   for (const ReplicaRef& ref : ReplicasOf(s, index)) {
     const SegmentState& seg = *segments_[ref.segment];
-    if (seg.dying || seg.owner == nullptr || seg.owner->disk_endpoint == 0) continue;
+    if (seg.dying || seg.owner == nullptr) continue;
+    // A tier declared at mount but not announced yet (a restarted master) takes tasks too: its
+    // first sync hands them out.
+    const bool announced = seg.owner->disk_endpoint != 0;
+    if (!announced && !seg.owner->has_disk_tier) continue;
     if (!OwnerAlive(seg, now)) continue;
     {
       yuebing::MutexLock lock(&spill_mu_);
@@ -76,7 +80,9 @@ bool MasterService::Impl::TrySpill(Shard& s, uint32_t index, int64_t now) {
     spilling_bytes_.fetch_add(bytes);
     // The spill_timeout clock starts when the store takes the task (SyncDiskTier); a queued
     // task waits for a store that still syncs (a dead one expires with its queue and objects).
-    s.spilling[index] = Shard::Spill{INT64_MAX, bytes};
+    // A tier never announced gets spill_timeout from now: if it never syncs, ExpireSpills
+    // evicts plainly.
+    s.spilling[index] = Shard::Spill{announced ? INT64_MAX : now + spill_timeout_ns_, bytes};
     return true;
   }
   return false;

@@ -75,6 +75,11 @@ Outcome StatusesReply(const std::vector<absl::Status>& statuses, rpc::BatchStatu
 constexpr std::chrono::milliseconds kMaxJournalWait{1000};
 constexpr size_t kJournalBatchEntries = 16384;
 
+// The longest a PutEnd's reply waits for the stores keeping manifests of its objects to
+// acknowledge them (a store that lags longer costs its puts this much each, and those puts may be
+// lost if the master dies before the store catches up).
+constexpr std::chrono::milliseconds kMaxManifestWait{500};
+
 // RPCs whose journal entries should leave before their reply. (BatchPutStart's announcements go
 // out from the long-poll thread while the client writes the bytes: a whole transfer and PutEnd
 // round trip before the put returns.)
@@ -115,7 +120,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       const Segment segment{msg.name(), msg.base(), msg.size()};
       if (auto status = CheckSegmentRange(segment); !status.ok()) return {status};
       if (request->restoring()) {
-        auto mount = service_->MountSegmentForRestore(request->client_id(), segment);
+        auto mount = service_->MountSegmentForRestore(request->client_id(), segment,
+                                                      request->has_disk_tier());
         if (!mount.ok()) return {mount.status()};
         reply->set_epoch(mount->epoch);
         reply->set_fresh(mount->fresh);
@@ -170,20 +176,32 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   grpc::ServerUnaryReactor* BatchPutEnd(grpc::CallbackServerContext* context,
                                         const rpc::BatchPutEndRequest* request,
                                         rpc::BatchStatusReply* reply) override {
-    return Serve(context, RpcOp::kBatchPutEnd, reply, [&]() -> Outcome {
-      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
-      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-      // No checksums at all means none recorded (0); otherwise one per key.
-      if (auto status = CheckPutChecksums(static_cast<size_t>(request->keys_size()),
-                                          static_cast<size_t>(request->checksums_size()));
-          !status.ok()) {
-        return {status};
-      }
-      std::vector<uint64_t> checksums(request->checksums().begin(), request->checksums().end());
-      checksums.resize(static_cast<size_t>(request->keys_size()), 0);
-      return StatusesReply(
-          service_->BatchPutEnd(request->client_id(), Keys(request->keys()), checksums), reply);
-    });
+    // The reply waits until the stores that keep manifests of the objects know them (below).
+    std::vector<ManifestMark> marks;
+    return Serve(
+        context, RpcOp::kBatchPutEnd, reply,
+        [&]() -> Outcome {
+          if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+          if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+          // No checksums at all means none recorded (0); otherwise one per key.
+          if (auto status = CheckPutChecksums(static_cast<size_t>(request->keys_size()),
+                                              static_cast<size_t>(request->checksums_size()));
+              !status.ok()) {
+            return {status};
+          }
+          std::vector<uint64_t> checksums(request->checksums().begin(), request->checksums().end());
+          checksums.resize(static_cast<size_t>(request->keys_size()), 0);
+          std::vector<std::string> keys = Keys(request->keys());
+          const std::vector<absl::Status> statuses =
+              service_->BatchPutEnd(request->client_id(), keys, checksums);
+          std::vector<std::string> ended;
+          for (size_t i = 0; i < keys.size(); ++i) {
+            if (statuses[i].ok()) ended.push_back(std::move(keys[i]));
+          }
+          marks = service_->ManifestMarks(ended);
+          return StatusesReply(statuses, reply);
+        },
+        &marks);
   }
 
   grpc::ServerUnaryReactor* BatchPutRevoke(grpc::CallbackServerContext* context,
@@ -280,12 +298,16 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       Answer(reactor, RpcOp::kPullJournal, outcome, start, reply);
       return true;
     };
+    const bool acknowledges = request->ack() != 0;  // read now: a parked call may end at once
     if (wait.count() == 0 || attempt(false)) {
       if (wait.count() == 0) attempt(true);
-      return reactor;
+    } else {
+      reply->Clear();
+      polls_.Park(std::move(attempt), Clock::now() + wait);
     }
-    reply->Clear();
-    polls_.Park(std::move(attempt), Clock::now() + wait);
+    // An acknowledgement may let parked PutEnds answer: at once, on this thread, rather than
+    // after waking the poll thread.
+    if (acknowledges) polls_.RunNow();
     return reactor;
   }
 
@@ -361,12 +383,14 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
  private:
   // Runs `body`, then stamps the reply with its status and the term, records the RPC and finishes
   // it. The transport status is always OK: errors travel in the reply. Handlers never block on
-  // I/O, so they run inline on gRPC's own (bounded) threads.
+  // I/O, so they run inline on gRPC's own (bounded) threads. `await` (filled by `body`): manifest
+  // marks the owners must acknowledge before the reply leaves; the call is parked with the long
+  // polls meanwhile, at most kMaxManifestWait.
   template <typename Reply, typename Body>
   grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, RpcOp op, Reply* reply,
-                                  Body&& body) {
+                                  Body&& body, const std::vector<ManifestMark>* await = nullptr) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     if (grpc::Status auth = CheckMasterCallCredential(*context, cluster_secret_); !auth.ok()) {
-      grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
       reactor->Finish(auth);  // refused before the request reaches the MasterService
       return reactor;
     }
@@ -375,8 +399,17 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     // Manifest changes this call made go out to their owners before its own reply does, so a
     // master killed right after answering has already sent them (docs/master.md).
     if (ChangesManifests(op)) polls_.RunNow();
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    Answer(reactor, op, outcome, start, reply);
+    if (await == nullptr || await->empty() || service_->ManifestsHave(*await)) {
+      Answer(reactor, op, outcome, start, reply);
+      return reactor;
+    }
+    auto attempt = [this, reactor, op, outcome, start, reply, marks = *await](bool must_finish) {
+      if (!must_finish && !service_->ManifestsHave(marks)) return false;
+      if (metrics_ != nullptr && !service_->ManifestsHave(marks)) metrics_->RecordManifestLag();
+      Answer(reactor, op, outcome, start, reply);
+      return true;
+    };
+    polls_.Park(std::move(attempt), Clock::now() + kMaxManifestWait);
     return reactor;
   }
 

@@ -155,6 +155,9 @@ struct ClientInfo {
   std::atomic<int64_t> last_ping_ns{0};
   // Index into endpoints_ + 1 of this store's disk tier; 0: none. Written under exclusive topo_mu_.
   uint32_t disk_endpoint = 0;
+  // Its mount said it runs a disk tier (MountSegmentForRestore), announced or not yet: eviction
+  // spills its objects. Written under exclusive topo_mu_.
+  bool has_disk_tier = false;
 };
 
 struct SegmentState {
@@ -192,7 +195,7 @@ class MasterService::Impl {
 
   // segments.cc
   absl::StatusOr<MountResult> MountSegment(const ClientId& client, const Segment& segment,
-                                           bool restoring);
+                                           bool restoring, bool has_disk_tier);
   absl::Status UnmountSegment(const ClientId& client, const std::string& name);
   ClientState Ping(const ClientId& client);
   void ExpireClients(int64_t now) ABSL_LOCKS_EXCLUDED(topo_mu_);
@@ -225,6 +228,7 @@ class MasterService::Impl {
                                            uint64_t ack, size_t max_entries)
       ABSL_LOCKS_EXCLUDED(topo_mu_);
   SegmentJournal& journal() { return journal_; }
+  std::vector<ManifestMark> ManifestMarks(const std::vector<std::string>& keys);
   // Tells the owners of `refs` that object `key` is written there (kAdd, committed or not) or
   // no longer is (kDrop; key, size, checksum and pins unused).
   void JournalRefs(const std::vector<ReplicaRef>& refs, JournalEntry::Op op, bool committed,

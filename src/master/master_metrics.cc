@@ -155,6 +155,10 @@ std::string RenderPrometheus(const MasterStats& stats, const MasterMetrics& metr
          metrics.hits());
   Scalar(&out, "misses_total", "counter", "GetReplicaList lookups that found no object.",
          metrics.misses());
+  Scalar(&out, "manifest_lag_puts_total", "counter",
+         "PutEnds answered before the stores keeping manifests acknowledged them (wait bound "
+         "passed).",
+         metrics.manifest_lags());
   Scalar(&out, "evicted_objects_total", "counter", "Objects evicted since start.",
          stats.evicted_objects);
   Scalar(&out, "evictions_total", "counter", "Eviction passes run since start.", stats.evictions);

@@ -67,10 +67,14 @@ class MasterMetrics {
                  std::chrono::nanoseconds latency);
   // Records GetReplicaList outcomes: found (hits) and not found (misses).
   void RecordLookups(uint64_t hits, uint64_t misses);
+  // Records a PutEnd answered before the stores keeping manifests of its objects acknowledged
+  // them (they lagged past the wait bound: a master crash now could lose those puts).
+  void RecordManifestLag() { manifest_lags_.fetch_add(1, std::memory_order_relaxed); }
 
   RpcSnapshot Rpc(RpcOp op) const;
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  uint64_t manifest_lags() const { return manifest_lags_.load(std::memory_order_relaxed); }
 
  private:
   struct RpcCounters {
@@ -85,6 +89,7 @@ class MasterMetrics {
   std::array<RpcCounters, kRpcOpCount> rpcs_;
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
+  std::atomic<uint64_t> manifest_lags_{0};
 };
 
 // The Prometheus text exposition (format 0.0.4) of the master's state and counters: objects,

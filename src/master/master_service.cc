@@ -552,13 +552,15 @@ MasterService::~MasterService() = default;
 absl::StatusOr<uint64_t> MasterService::MountSegment(const ClientId& client,
                                                      const Segment& segment) {
   YB_ASSIGN_OR_RETURN(const MountResult mount,
-                      impl_->MountSegment(client, segment, /*restoring=*/false));
+                      impl_->MountSegment(client, segment, /*restoring=*/false,
+                                          /*has_disk_tier=*/false));
   return mount.epoch;
 }
 
 absl::StatusOr<MountResult> MasterService::MountSegmentForRestore(const ClientId& client,
-                                                                  const Segment& segment) {
-  return impl_->MountSegment(client, segment, /*restoring=*/true);
+                                                                  const Segment& segment,
+                                                                  bool has_disk_tier) {
+  return impl_->MountSegment(client, segment, /*restoring=*/true, has_disk_tier);
 }
 
 absl::StatusOr<std::vector<absl::Status>> MasterService::RestoreObjects(
@@ -574,6 +576,17 @@ absl::StatusOr<JournalBatch> MasterService::PullJournal(const ClientId& client, 
 
 void MasterService::SetJournalListener(std::function<void()> listener) {
   impl_->journal().SetListener(std::move(listener));
+}
+
+std::vector<ManifestMark> MasterService::ManifestMarks(const std::vector<std::string>& keys) {
+  return impl_->ManifestMarks(keys);
+}
+
+bool MasterService::ManifestsHave(const std::vector<ManifestMark>& marks) {
+  for (const ManifestMark& mark : marks) {
+    if (!impl_->journal().Acknowledged(mark.owner, mark.seq)) return false;
+  }
+  return true;
 }
 
 absl::Status MasterService::UnmountSegment(const ClientId& client, const std::string& name) {

@@ -30,22 +30,40 @@ JournalBatch SegmentJournal::Pull(uint64_t owner, uint64_t journal_id, uint64_t 
   JournalBatch batch;
   batch.journal_id = id_;
   if (journal_id != id_) ack = 0;
+  std::function<void()> listener;
+  {
+    yuebing::MutexLock lock(&mu_);
+    auto it = queues_.find(owner);
+    if (it == queues_.end()) return batch;
+    Queue& queue = it->second;
+    if (!queue.entries.empty() && queue.first_seq <= ack) listener = listener_;
+    while (!queue.entries.empty() && queue.first_seq <= ack) {
+      queue.entries.pop_front();
+      ++queue.first_seq;
+      --queued_;
+    }
+    batch.reset = ack < queue.reset_seq;
+    batch.last_seq = queue.first_seq - 1;
+    for (size_t i = 0; i < queue.entries.size() && batch.entries.size() < max; ++i) {
+      batch.entries.push_back(queue.entries[i]);
+      ++batch.last_seq;
+    }
+  }
+  if (listener) listener();  // calls waiting for this acknowledgement (ManifestsHave)
+  return batch;
+}
+
+uint64_t SegmentJournal::Newest(uint64_t owner) const {
   yuebing::MutexLock lock(&mu_);
   auto it = queues_.find(owner);
-  if (it == queues_.end()) return batch;
-  Queue& queue = it->second;
-  while (!queue.entries.empty() && queue.first_seq <= ack) {
-    queue.entries.pop_front();
-    ++queue.first_seq;
-    --queued_;
-  }
-  batch.reset = ack < queue.reset_seq;
-  batch.last_seq = queue.first_seq - 1;
-  for (size_t i = 0; i < queue.entries.size() && batch.entries.size() < max; ++i) {
-    batch.entries.push_back(queue.entries[i]);
-    ++batch.last_seq;
-  }
-  return batch;
+  if (it == queues_.end()) return 0;
+  return it->second.first_seq - 1 + it->second.entries.size();
+}
+
+bool SegmentJournal::Acknowledged(uint64_t owner, uint64_t seq) const {
+  yuebing::MutexLock lock(&mu_);
+  auto it = queues_.find(owner);
+  return it == queues_.end() || it->second.first_seq > seq;
 }
 
 void SegmentJournal::Forget(uint64_t owner) {

@@ -5,7 +5,8 @@
 // keeps only objects whose bytes it can check, so it may restore fewer, never wrong ones.
 //
 // Thread safety: every method is thread-safe; its mutex is a leaf (taken under shard and topology
-// locks, nothing is taken under it). The listener runs after an Add, outside the mutex.
+// locks, nothing is taken under it). The listener runs after an Add, and after a Pull whose ack
+// forgot entries, outside the mutex.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,11 @@ class SegmentJournal {
   // Forgets entries up to `ack` (when `journal_id` is this journal's) and returns up to `max`
   // entries after it.
   JournalBatch Pull(uint64_t owner, uint64_t journal_id, uint64_t ack, size_t max);
+  // The sequence number of the newest entry queued for `owner`; 0 when none is.
+  uint64_t Newest(uint64_t owner) const;
+  // Whether `owner` no longer waits for entries up to `seq`: it acknowledged them, or its queue
+  // was dropped (Forget, or a reset that makes it start over).
+  bool Acknowledged(uint64_t owner, uint64_t seq) const;
   // Drops an owner's queue (the owner is gone).
   void Forget(uint64_t owner);
   void SetListener(std::function<void()> listener);

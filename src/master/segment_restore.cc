@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "master/master_impl.h"
 #include "yuebing/common/error_code.h"
@@ -51,6 +52,30 @@ void MasterService::Impl::JournalReplicas(Shard& s, uint32_t index,
                                           JournalEntry::Op op) {
   const ObjectEntry& entry = s.table.at(index);
   JournalRefs(refs, op, /*committed=*/true, s.table.key(index), entry.size, entry.aux, entry.flags);
+}
+
+std::vector<ManifestMark> MasterService::Impl::ManifestMarks(const std::vector<std::string>& keys) {
+  absl::flat_hash_set<uint64_t> owners;
+  {
+    yuebing::ReaderMutexLock topo(&topo_mu_);
+    for (const std::string& key : keys) {
+      Shard& s = ShardFor(key);
+      yuebing::MutexLock lock(&s.mu);
+      const uint32_t index = s.table.Find(key);
+      if (index == ObjectTable::kNone) continue;
+      for (const ReplicaRef& ref : ReplicasOf(s, index)) {
+        const SegmentState* seg = segments_[ref.segment].get();
+        if (seg == nullptr || seg->dying || !seg->journaled || seg->owner == nullptr) continue;
+        owners.insert(seg->owner->serial);
+      }
+    }
+  }
+  std::vector<ManifestMark> marks;
+  for (uint64_t owner : owners) {
+    const uint64_t newest = journal_.Newest(owner);
+    if (newest != 0 && !journal_.Acknowledged(owner, newest)) marks.push_back({owner, newest});
+  }
+  return marks;
 }
 
 absl::StatusOr<JournalBatch> MasterService::Impl::PullJournal(const ClientId& client,

@@ -20,7 +20,7 @@ bool MasterService::Impl::OwnerAlive(const SegmentState& seg, int64_t now) const
 
 absl::StatusOr<MountResult> MasterService::Impl::MountSegment(const ClientId& client,
                                                               const Segment& segment,
-                                                              bool restoring) {
+                                                              bool restoring, bool has_disk_tier) {
   if (client.empty() || client.size() > kMaxClientIdBytes) {
     return MakeError(ErrorCode::kInvalidParams, "bad client id");
   }
@@ -47,6 +47,7 @@ absl::StatusOr<MountResult> MasterService::Impl::MountSegment(const ClientId& cl
   }
   ClientInfo& info = client_it->second;
   info.last_ping_ns.store(now);
+  if (has_disk_tier) info.has_disk_tier = true;
   auto named = segment_by_name_.find(segment.name);
   if (named != segment_by_name_.end()) {
     const SegmentState& old = *segments_[named->second];

@@ -41,8 +41,9 @@ class MasterApi {
   virtual absl::StatusOr<master::ClientState> Ping(const master::ClientId& client) = 0;
 
   // Segment manifests (see MasterService::MountSegmentForRestore, RestoreObjects, PullJournal).
-  virtual absl::StatusOr<master::MountResult> MountSegmentForRestore(
-      const master::ClientId& client, const master::Segment& segment) = 0;
+  virtual absl::StatusOr<master::MountResult> MountSegmentForRestore(const master::ClientId& client,
+                                                                     const master::Segment& segment,
+                                                                     bool has_disk_tier) = 0;
   virtual absl::StatusOr<std::vector<absl::Status>> RestoreObjects(
       const master::ClientId& client, const std::string& segment_name,
       const std::vector<master::RestoredObject>& objects, bool last) = 0;

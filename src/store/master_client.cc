@@ -262,8 +262,8 @@ absl::Status Call(const char* name,
 // --- segment manifests ---
 
 absl::StatusOr<master::MountResult> MasterClient::MountSegmentForRestore(
-    const master::ClientId& client, const master::Segment& segment) {
-  return Mount(client, segment, /*restoring=*/true);
+    const master::ClientId& client, const master::Segment& segment, bool has_disk_tier) {
+  return Mount(client, segment, /*restoring=*/true, has_disk_tier);
 }
 
 absl::StatusOr<std::vector<absl::Status>> MasterClient::RestoreObjects(
@@ -396,19 +396,21 @@ void MasterClient::FlushLoop() {
 
 absl::StatusOr<uint64_t> MasterClient::MountSegment(const master::ClientId& client,
                                                     const master::Segment& segment) {
-  YB_ASSIGN_OR_RETURN(const master::MountResult mount, Mount(client, segment, /*restoring=*/false));
+  YB_ASSIGN_OR_RETURN(const master::MountResult mount,
+                      Mount(client, segment, /*restoring=*/false, /*has_disk_tier=*/false));
   return mount.epoch;
 }
 
 absl::StatusOr<master::MountResult> MasterClient::Mount(const master::ClientId& client,
                                                         const master::Segment& segment,
-                                                        bool restoring) {
+                                                        bool restoring, bool has_disk_tier) {
   rpc::MountSegmentRequest request;
   request.set_client_id(client);
   request.mutable_segment()->set_name(segment.name);
   request.mutable_segment()->set_base(segment.base);
   request.mutable_segment()->set_size(segment.size);
   request.set_restoring(restoring);
+  request.set_has_disk_tier(has_disk_tier);
   rpc::MountSegmentReply reply;
   YB_RETURN_IF_ERROR(YB_CALL(MountSegment, request, reply));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));

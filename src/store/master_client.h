@@ -55,8 +55,9 @@ class MasterClient final : public MasterApi {
                                         const master::Segment& segment) override;
   absl::Status UnmountSegment(const master::ClientId& client, const std::string& name) override;
   absl::StatusOr<master::ClientState> Ping(const master::ClientId& client) override;
-  absl::StatusOr<master::MountResult> MountSegmentForRestore(
-      const master::ClientId& client, const master::Segment& segment) override;
+  absl::StatusOr<master::MountResult> MountSegmentForRestore(const master::ClientId& client,
+                                                             const master::Segment& segment,
+                                                             bool has_disk_tier) override;
   absl::StatusOr<std::vector<absl::Status>> RestoreObjects(
       const master::ClientId& client, const std::string& segment_name,
       const std::vector<master::RestoredObject>& objects, bool last) override;
@@ -100,7 +101,8 @@ class MasterClient final : public MasterApi {
   MasterClient(std::string address, std::unique_ptr<Impl> impl);
   // The MountSegment RPC; `restoring` as in MasterService::MountSegmentForRestore.
   absl::StatusOr<master::MountResult> Mount(const master::ClientId& client,
-                                            const master::Segment& segment, bool restoring);
+                                            const master::Segment& segment, bool restoring,
+                                            bool has_disk_tier);
   // Adds up to limits::kMaxBatchKeys queued releases to a request about to go out, after any
   // flush in flight has been answered (so the request cannot overtake releases queued before it).
   template <typename Ids>

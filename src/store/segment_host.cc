@@ -81,7 +81,8 @@ SegmentHost::~SegmentHost() {
 absl::Status SegmentHost::MountGlobalSegment() {
   master::Segment segment{engine_->LocalSegmentName(), reinterpret_cast<uint64_t>(global_segment_),
                           config_.global_segment_size};
-  absl::StatusOr<master::MountResult> mount = master_->MountSegmentForRestore(id_, segment);
+  absl::StatusOr<master::MountResult> mount =
+      master_->MountSegmentForRestore(id_, segment, !config_.ssd_path.empty());
   if (!mount.ok()) return mount.status();
   YB_LOG_INFO("mounted segment {} ({} bytes) at epoch {}", segment.name, segment.size,
               mount->epoch);

@@ -385,6 +385,85 @@ TEST_F(GrpcMasterServerTest, EveryReplyCarriesTheTerm) {
   EXPECT_EQ(Get({"t"}).term(), 9u);
 }
 
+// A segment mounted for restore has an owner that keeps a manifest: BatchPutEnd answers only
+// once that owner has acknowledged the journal entries of the put (so a master killed after the
+// reply loses none of it), and after at most 500 ms when the owner does not (counted).
+TEST_F(GrpcMasterServerTest, PutEndWaitsUntilTheSegmentOwnerAcknowledgesTheJournal) {
+  rpc::MountSegmentRequest mount;
+  mount.set_client_id(kClient);
+  mount.mutable_segment()->set_name("journaled");
+  mount.mutable_segment()->set_base(kSegmentBase);
+  mount.mutable_segment()->set_size(kSegmentSize);
+  mount.set_restoring(true);
+  rpc::MountSegmentReply mounted;
+  ASSERT_TRUE(stub_->MountSegment(Context().get(), mount, &mounted).ok());
+  ASSERT_EQ(mounted.status().code(), kOk);
+  rpc::RestoreObjectsRequest restore;
+  restore.set_client_id(kClient);
+  restore.set_segment_name("journaled");
+  restore.set_last(true);
+  rpc::BatchStatusReply restored;
+  ASSERT_TRUE(stub_->RestoreObjects(Context().get(), restore, &restored).ok());
+  ASSERT_EQ(restored.status().code(), kOk);
+  auto pull = [&](uint64_t journal_id, uint64_t ack) {
+    rpc::PullJournalRequest request;
+    request.set_client_id(kClient);
+    request.set_journal_id(journal_id);
+    request.set_ack(ack);
+    rpc::PullJournalReply reply;
+    EXPECT_TRUE(stub_->PullJournal(Context().get(), request, &reply).ok());
+    EXPECT_EQ(reply.status().code(), kOk);
+    return reply;
+  };
+  using Clock = std::chrono::steady_clock;
+  const rpc::PullJournalReply first = pull(0, 0);  // nothing queued yet
+
+  // Acknowledged while the PutEnd waits: it answers then, not at the bound.
+  ASSERT_EQ(PutStart({"acked"}, {4096}).results(0).status().code(), kOk);
+  std::atomic<bool> ended{false};
+  Clock::time_point ended_at;
+  std::thread put_end([&] {
+    EXPECT_EQ(PutEnd({"acked"}, {42}).statuses(0).code(), kOk);
+    ended_at = Clock::now();
+    ended = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  EXPECT_FALSE(ended.load()) << "PutEnd answered before the owner had the put";
+  const rpc::PullJournalReply entries = pull(first.journal_id(), 0);
+  ASSERT_GE(entries.entries_size(), 1);
+  EXPECT_EQ(entries.entries(0).key(), "acked");
+  const Clock::time_point acked_at = Clock::now();
+  pull(entries.journal_id(), entries.last_seq());
+  put_end.join();
+  EXPECT_LT(ended_at - acked_at, std::chrono::milliseconds(250));
+  EXPECT_EQ(metrics_.manifest_lags(), 0u);
+
+  // Never acknowledged: answered OK at the bound, and counted.
+  ASSERT_EQ(PutStart({"lagging"}, {4096}).results(0).status().code(), kOk);
+  const Clock::time_point start = Clock::now();
+  EXPECT_EQ(PutEnd({"lagging"}, {42}).statuses(0).code(), kOk);
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(450));
+  EXPECT_EQ(metrics_.manifest_lags(), 1u);
+
+  // A segment mounted without restoring keeps no manifest: nothing to wait for.
+  rpc::MountSegmentRequest plain = mount;
+  plain.set_client_id("fedcba9876543210fedcba9876543210");
+  plain.mutable_segment()->set_name("plain");
+  plain.mutable_segment()->set_base(kSegmentBase + kSegmentSize);
+  plain.set_restoring(false);
+  ASSERT_TRUE(stub_->MountSegment(Context().get(), plain, &mounted).ok());
+  rpc::UnmountSegmentRequest unmount;
+  unmount.set_client_id(kClient);
+  unmount.set_name("journaled");
+  rpc::StatusReply unmounted;
+  ASSERT_TRUE(stub_->UnmountSegment(Context().get(), unmount, &unmounted).ok());
+  ASSERT_EQ(unmounted.status().code(), kOk);
+  const Clock::time_point plain_start = Clock::now();
+  Put({"plain-key"}, {4096});
+  EXPECT_LT(Clock::now() - plain_start, std::chrono::milliseconds(400));
+  EXPECT_EQ(metrics_.manifest_lags(), 1u);
+}
+
 TEST_F(GrpcMasterServerTest, MetricsCountRpcsHitsAndMisses) {
   ASSERT_EQ(Mount("seg").status().code(), kOk);
   Put({"a", "b"}, {16, 16});

@@ -102,12 +102,12 @@ absl::StatusOr<uint64_t> InProcessMasterApi::MountSegment(const master::ClientId
 }
 
 absl::StatusOr<master::MountResult> InProcessMasterApi::MountSegmentForRestore(
-    const master::ClientId& client, const master::Segment& segment) {
+    const master::ClientId& client, const master::Segment& segment, bool has_disk_tier) {
   absl::StatusOr<master::MountResult> mount = MakeError(ErrorCode::kInternalError, "no reply");
   absl::Status call = Call("MountSegment", [&](master::MasterService& service) {
     absl::Status check = master::CheckClientId(client);
     if (check.ok()) check = master::CheckSegmentRange(segment);
-    mount = check.ok() ? service.MountSegmentForRestore(client, segment) : check;
+    mount = check.ok() ? service.MountSegmentForRestore(client, segment, has_disk_tier) : check;
   });
   if (!call.ok()) return call;
   return mount;

@@ -79,8 +79,9 @@ class InProcessMasterApi final : public store::MasterApi {
                                         const master::Segment& segment) override;
   absl::Status UnmountSegment(const master::ClientId& client, const std::string& name) override;
   absl::StatusOr<master::ClientState> Ping(const master::ClientId& client) override;
-  absl::StatusOr<master::MountResult> MountSegmentForRestore(
-      const master::ClientId& client, const master::Segment& segment) override;
+  absl::StatusOr<master::MountResult> MountSegmentForRestore(const master::ClientId& client,
+                                                             const master::Segment& segment,
+                                                             bool has_disk_tier) override;
   absl::StatusOr<std::vector<absl::Status>> RestoreObjects(
       const master::ClientId& client, const std::string& segment_name,
       const std::vector<master::RestoredObject>& objects, bool last) override;

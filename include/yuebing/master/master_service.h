@@ -76,9 +76,11 @@ class MasterService {
   // (MountResult::fresh) takes no new objects until RestoreObjects(..., last = true) ends the
   // restore (or the owner expires); a mount the master already holds is returned as it is (fresh
   // again while its restore has not ended, so a failed restore can start over). Only segments
-  // mounted this way are journaled (PullJournal).
-  absl::StatusOr<MountResult> MountSegmentForRestore(const ClientId& client,
-                                                     const Segment& segment);
+  // mounted this way are journaled (PullJournal). `has_disk_tier`: the owner runs a disk tier
+  // it will announce (SyncDiskTier); until it does, eviction still spills its objects (the
+  // tasks wait for that first sync, at most spill_timeout) instead of dropping them.
+  absl::StatusOr<MountResult> MountSegmentForRestore(const ClientId& client, const Segment& segment,
+                                                     bool has_disk_tier = false);
   // Records objects the owner of a segment mounted by MountSegmentForRestore reports: each
   // becomes a complete object (or one more replica of an equal complete object: same size and
   // checksum) unless its range is not free, outside the segment, or its key is held by a
@@ -94,9 +96,16 @@ class MasterService {
   // Non-blocking. Errors: kInvalidParams (bad client id).
   absl::StatusOr<JournalBatch> PullJournal(const ClientId& client, uint64_t journal_id,
                                            uint64_t ack, size_t max_entries);
-  // Called whenever an entry is added for any client, possibly under the service's internal
-  // locks: it must only signal (for long polls), never call into the service. nullptr: none.
+  // Called whenever an entry is added for any client or a client acknowledges entries, possibly
+  // under the service's internal locks: it must only signal (for long polls), never call into the
+  // service. nullptr: none.
   void SetJournalListener(std::function<void()> listener);
+  // The owners that keep manifests of `keys`' replicas, each with the newest change queued for it
+  // (one mark per owner). Taken after a PutEnd, ManifestsHave(marks) then tells when every owner
+  // knows the objects, so that a master killed afterwards loses none of them (docs/master.md).
+  std::vector<ManifestMark> ManifestMarks(const std::vector<std::string>& keys);
+  // Whether every owner has acknowledged its mark (or is gone). Non-blocking.
+  bool ManifestsHave(const std::vector<ManifestMark>& marks);
   // Unmounts: replicas on the segment are dropped; objects left with none are removed (in-progress
   // puts to it are revoked). Errors: kSegmentNotFound, kIllegalClient (owned by another client).
   absl::Status UnmountSegment(const ClientId& client, const std::string& name);

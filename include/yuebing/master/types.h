@@ -127,6 +127,13 @@ struct JournalBatch {
   std::vector<JournalEntry> entries;
 };
 
+// Where one segment owner's journal stood after a call: the newest change queued for it. A call
+// whose changes must survive a master crash waits until the owner has acknowledged `seq`.
+struct ManifestMark {
+  uint64_t owner = 0;  // the owner's serial (internal to one master incarnation)
+  uint64_t seq = 0;
+};
+
 // One object a segment's owner reports after a fresh mount (its manifest entry, whose bytes it
 // checked against the checksum where one was recorded).
 struct RestoredObject {
