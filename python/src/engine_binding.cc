@@ -50,6 +50,8 @@ constexpr int kErrAddressNotRegistered = -3;
 constexpr int kErrAddressOverlapped = -7;
 // send_probe gives up on a peer that has not answered its handshake within this time.
 constexpr std::chrono::seconds kProbeTimeout{5};
+// How long transfer_check_status waits for a final request's batch to become free.
+constexpr std::chrono::milliseconds kFinalFreeWait{100};
 
 enum class Opcode { kRead = 0, kWrite = 1 };
 
@@ -275,17 +277,26 @@ class PyTransferEngine {
     if (!status.ok()) return -1;
     switch (status->state) {
       case TransferState::kCompleted:
-        (void)engine->FreeBatch(batch);
+        FreeFinal(*engine, batch);
         return 1;
       case TransferState::kFailed:
-        (void)engine->FreeBatch(batch);
+        FreeFinal(*engine, batch);
         return -1;
       case TransferState::kTimeout:
-        (void)engine->FreeBatch(batch);
+        FreeFinal(*engine, batch);
         return -2;
       default:
         return 0;
     }
+  }
+
+  // Frees a batch whose (first) request reads final. The batch counts that request as in flight
+  // until a moment after its status turned final, so a refused free waits for that, briefly
+  // (a batch with other requests still running stays; its id stays valid).
+  static void FreeFinal(TransferEngine& engine, BatchId batch) {
+    if (engine.FreeBatch(batch).ok()) return;
+    (void)engine.WaitBatch(batch, kFinalFreeWait);
+    (void)engine.FreeBatch(batch);
   }
 
   int SendProbe(const std::string& peer) {
