@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "binding_util.h"
+#include "range_reads.h"
 #include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
@@ -209,6 +210,7 @@ class DistributedStore {
       client = std::move(client_);
     }
     client.reset();  // last reference: unmounts the segment and stops the engine
+    registered_.Clear();
     return 0;
   }
 
@@ -508,6 +510,7 @@ class DistributedStore {
       YB_LOG_WARN("yuebing: register_buffer failed: {}", status.ToString());
       return kInvalidParams;
     }
+    registered_.Add(ptr, size);
     return 0;
   }
 
@@ -516,7 +519,69 @@ class DistributedStore {
     if (client == nullptr) return NotReady("unregister_buffer");
     absl::Status status =
         Released(std::move(client), [&](Client& c) { return c.UnregisterBuffer(AddressOf(ptr)); });
-    return status.ok() ? 0 : kInvalidParams;
+    if (!status.ok()) return kInvalidParams;
+    registered_.Remove(ptr);
+    return 0;
+  }
+
+  // --- read sessions (Client::StartReadSessions) ---
+
+  std::vector<int> BatchGetSessionStart(const std::vector<std::string>& keys) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_get_session_start");
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    if (keys.empty()) return {};
+    std::vector<absl::Status> started =
+        Released(std::move(client), [&](Client& c) { return c.StartReadSessions(keys); });
+    std::vector<int> out;
+    out.reserve(started.size());
+    for (const absl::Status& status : started) out.push_back(Code(status));
+    return out;
+  }
+
+  // batch_get_into_multi_buffer_ranges (range_reads.h).
+  std::vector<int64_t> BatchGetIntoMultiBufferRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<uintptr_t>>& ptrs,
+      const std::vector<std::vector<uint64_t>>& sizes,
+      const std::vector<std::vector<uint64_t>>& src_offsets) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_get_into_multi_buffer_ranges");
+      return std::vector<int64_t>(keys.size(), kInvalidParams);
+    }
+    return Released(std::move(client), [&](Client& c) {
+      return ReadSessionRanges(c, keys, ptrs, sizes, src_offsets);
+    });
+  }
+
+  // 0, also for keys without a session (upstream's single return code).
+  int BatchGetSessionEnd(const std::vector<std::string>& keys) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return NotReady("batch_get_session_end");
+    Released(std::move(client), [&](Client& c) {
+      c.EndReadSessions(keys);
+      return 0;
+    });
+    return 0;
+  }
+
+  // get_into_ranges (range_reads.h): every fragment -600 before setup().
+  RangeResults GetIntoRanges(const std::vector<uintptr_t>& buffer_ptrs,
+                             const std::vector<std::vector<std::string>>& all_keys,
+                             const std::vector<std::vector<std::vector<uint64_t>>>& dst_offsets,
+                             const std::vector<std::vector<std::vector<uint64_t>>>& src_offsets,
+                             const std::vector<std::vector<std::vector<uint64_t>>>& sizes) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("get_into_ranges");
+      return ReadRanges(nullptr, registered_, buffer_ptrs, all_keys, dst_offsets, src_offsets,
+                        sizes);
+    }
+    return Released(std::move(client), [&](Client& c) {
+      return ReadRanges(&c, registered_, buffer_ptrs, all_keys, dst_offsets, src_offsets, sizes);
+    });
   }
 
  private:
@@ -581,6 +646,7 @@ class DistributedStore {
   yuebing::Mutex lifecycle_mu_;  // serializes setup() and close(); never taken with the GIL held
   yuebing::Mutex mu_;            // guards client_; held only for pointer copies
   std::shared_ptr<Client> client_ ABSL_GUARDED_BY(mu_);
+  RegisteredRegions registered_;  // what register_buffer registered (bounds get_into_ranges)
 };
 
 // Page-aligned host memory for callers that want memory from the store's allocator
@@ -793,6 +859,19 @@ void BindStore(py::module_& m) {
       .def("get_buffer", &S::GetBuffer, py::arg("key"))
       .def("batch_get_buffer", &S::BatchGetBuffer, py::arg("keys"))
       .def("get_into", &S::GetInto, py::arg("key"), py::arg("buffer_ptr"), py::arg("size"))
+      .def("batch_get_session_start", &S::BatchGetSessionStart, py::arg("keys"),
+           "Looks the keys up once and holds their read leases for "
+           "batch_get_into_multi_buffer_ranges: 0 per key, or its error.")
+      .def("batch_get_into_multi_buffer_ranges", &S::BatchGetIntoMultiBufferRanges, py::arg("keys"),
+           py::arg("all_buffer_ptrs"), py::arg("all_sizes"), py::arg("all_src_offsets"),
+           "Reads byte ranges of keys with read sessions: per key the bytes read or an error.")
+      .def("batch_get_session_end", &S::BatchGetSessionEnd, py::arg("keys"),
+           "Ends the keys' read sessions and releases their leases; 0.")
+      .def("get_into_ranges", &S::GetIntoRanges, py::arg("buffer_ptrs"), py::arg("all_keys"),
+           py::arg("all_dst_offsets"), py::arg("all_src_offsets"), py::arg("all_sizes"),
+           "Reads byte ranges of objects into registered buffers (Mooncake's get_into_ranges): "
+           "results[i][j][k] is the bytes of fragment k of key all_keys[i][j] or a negative "
+           "code.")
       .def("batch_get_into", &S::BatchGetInto, py::arg("keys"), py::arg("buffer_ptrs"),
            py::arg("sizes"))
       .def(

@@ -93,6 +93,22 @@ class ClientImpl final : public Client {
                                                      const std::vector<Buffer>& buffers) override {
     return objects_->BatchGetInto(keys, buffers);
   }
+  std::vector<absl::StatusOr<std::vector<absl::Status>>> BatchGetRanges(
+      const std::vector<std::string>& keys,
+      const std::vector<std::vector<Range>>& ranges) override {
+    return objects_->BatchGetRanges(keys, ranges);
+  }
+  std::vector<absl::Status> StartReadSessions(const std::vector<std::string>& keys) override {
+    return objects_->StartReadSessions(keys);
+  }
+  std::vector<absl::StatusOr<uint64_t>> ReadSessionRanges(
+      const std::vector<std::string>& keys,
+      const std::vector<std::vector<Range>>& ranges) override {
+    return objects_->ReadSessionRanges(keys, ranges);
+  }
+  void EndReadSessions(const std::vector<std::string>& keys) override {
+    objects_->EndReadSessions(keys);
+  }
   std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) override {
     return objects_->BatchIsExist(keys);
   }

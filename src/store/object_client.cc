@@ -6,6 +6,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "store/fault_point.h"
@@ -26,6 +27,30 @@ using transport::SegmentHandle;
 using transport::TransferRequest;
 using transport::TransferState;
 using transport::TransferStatus;
+
+// Per key: values[i] where its read succeeded, else the read's error.
+template <typename T>
+std::vector<absl::StatusOr<T>> ValuesWhereRead(const std::vector<absl::StatusOr<uint64_t>>& read,
+                                               std::vector<T> values) {
+  std::vector<absl::StatusOr<T>> out;
+  out.reserve(read.size());
+  for (size_t i = 0; i < read.size(); ++i) {
+    if (read[i].ok()) {
+      out.emplace_back(std::move(values[i]));
+    } else {
+      out.emplace_back(read[i].status());
+    }
+  }
+  return out;
+}
+
+// Bytes a read plan moves.
+template <typename Plan>
+uint64_t BytesOf(const Plan& plan) {
+  uint64_t bytes = 0;
+  for (const auto& piece : plan.pieces) bytes += piece.length;
+  return bytes;
+}
 
 std::string HostOf(const std::string& segment_name) {
   absl::StatusOr<HostPort> parsed = ParseHostPort(segment_name, 0);
@@ -260,16 +285,52 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
 
 ObjectClient::Lookup ObjectClient::LookUp(const std::vector<std::string>& keys) {
   Lookup lookup;
-  lookup.asked_at = std::chrono::steady_clock::now();
+  const auto asked_at = std::chrono::steady_clock::now();
   lookup.locations = ForValidKeys<absl::StatusOr<ObjectLocation>>(
       keys, [this](const std::vector<std::string>& valid) {
         return master_->BatchGetReplicaList(valid);
       });
+  lookup.asked_at.assign(keys.size(), asked_at);
   return lookup;
 }
 
-std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
+absl::StatusOr<ObjectClient::ReadPlan> ObjectClient::WholeObject(const std::string& key,
+                                                                 const std::vector<Buffer>& buffers,
+                                                                 uint64_t size) {
+  uint64_t capacity = 0;
+  for (const Buffer& b : buffers) capacity += b.data != nullptr ? b.size : 0;
+  if (capacity < size) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     absl::StrCat("buffer of ", capacity, " bytes is too small for '", key, "' (",
+                                  size, " bytes)"));
+  }
+  ReadPlan plan;
+  plan.whole = true;
+  uint64_t offset = 0;
+  for (const Buffer& b : buffers) {
+    const uint64_t length = std::min(b.data != nullptr ? b.size : 0, size - offset);
+    if (length == 0) continue;
+    plan.pieces.push_back(Piece{b.data, offset, length});
+    offset += length;
+  }
+  return plan;
+}
+
+std::vector<absl::StatusOr<ObjectClient::ReadPlan>> ObjectClient::WholeObjects(
     const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
+    const Lookup& lookup) {
+  std::vector<absl::StatusOr<ReadPlan>> plans;
+  plans.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& location = lookup.locations[i];
+    plans.push_back(location.ok() ? WholeObject(keys[i], buffers[i], location->size)
+                                  : absl::StatusOr<ReadPlan>(location.status()));
+  }
+  return plans;
+}
+
+std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
+    const std::vector<std::string>& keys, const std::vector<absl::StatusOr<ReadPlan>>& plans,
     const Lookup& lookup) {
   const size_t n = keys.size();
   gets_.fetch_add(n, std::memory_order_relaxed);
@@ -287,14 +348,11 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
       if (ToErrorCode(location.status()) == ErrorCode::kObjectNotFound) ++misses_;
       continue;
     }
-    uint64_t capacity = 0;
-    for (const Buffer& b : buffers[i]) capacity += b.data != nullptr ? b.size : 0;
-    if (capacity < location->size) {
-      results[i] = MakeError(ErrorCode::kInvalidParams,
-                             absl::StrCat("buffer of ", capacity, " bytes is too small for '",
-                                          keys[i], "' (", location->size, " bytes)"));
+    if (!plans[i].ok()) {
+      results[i] = plans[i].status();
       continue;
     }
+    if (plans[i]->pieces.empty()) continue;  // nothing asked of it (0 bytes); its lease ends below
     if (location->replicas.empty()) {
       results[i] = MakeError(ErrorCode::kObjectNotFound, "object has no replica");
       ++misses_;
@@ -302,11 +360,11 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
     }
     if (!location->replicas.front().disk_endpoint.empty()) {
       // Disk-only objects (the master lists one disk replica and nothing else).
-      absl::Status read = ReadFromDisk(keys[i], location->replicas.front(), *location, buffers[i]);
+      absl::Status read = ReadFromDisk(keys[i], location->replicas.front(), *location, *plans[i]);
       if (read.ok()) {
         ++hits_;
         ++disk_reads_;
-        results[i] = location->size;
+        results[i] = BytesOf(*plans[i]);
         continue;
       }
       if (ToErrorCode(read) == ErrorCode::kObjectNotFound) ++misses_;
@@ -337,19 +395,15 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
         open_failed[i] = true;
         continue;
       }
-      uint64_t size = lookup.locations[i]->size, offset = 0;
-      for (const Buffer& b : buffers[i]) {
-        uint64_t length = std::min(b.size, size - offset);
-        if (length == 0) break;
+      for (const Piece& piece : plans[i]->pieces) {
         TransferRequest r;
         r.opcode = OpCode::kRead;
-        r.source = b.data;
+        r.source = piece.data;
         r.target_id = *handle;
-        r.target_offset = replica.address + offset;
-        r.length = length;
+        r.target_offset = replica.address + piece.offset;
+        r.length = piece.length;
         requests.push_back(r);
         owner.push_back(i);
-        offset += length;
       }
     }
     std::vector<TransferStatus> statuses = RunTransfers(requests);
@@ -366,14 +420,10 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
     for (size_t i : pending) {
       const ObjectLocation& location = *lookup.locations[i];
       bool ok = !failed[i];
-      if (ok && config_.enable_checksum && location.checksum != kNoChecksum) {
+      if (ok && config_.enable_checksum && location.checksum != kNoChecksum && plans[i]->whole) {
         std::vector<absl::string_view> pieces;
-        uint64_t left = location.size;
-        for (const Buffer& b : buffers[i]) {
-          uint64_t length = std::min(b.size, left);
-          if (length == 0) break;
-          pieces.emplace_back(static_cast<const char*>(b.data), length);
-          left -= length;
+        for (const Piece& piece : plans[i]->pieces) {
+          pieces.emplace_back(static_cast<const char*>(piece.data), piece.length);
         }
         if (!ChecksumMatches(location.checksum, pieces)) {
           ok = false;
@@ -384,13 +434,13 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
         }
       }
       if (ok) {
-        if (std::chrono::steady_clock::now() > lookup.asked_at + location.lease_ttl) {
+        if (std::chrono::steady_clock::now() > lookup.asked_at[i] + location.lease_ttl) {
           ++lease_expired_;
           results[i] = MakeError(ErrorCode::kLeaseExpired,
                                  absl::StrCat("read of '", keys[i], "' outlived its lease"));
         } else {
           ++hits_;
-          results[i] = location.size;
+          results[i] = BytesOf(*plans[i]);
         }
         continue;
       }
@@ -412,6 +462,7 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
     pending.swap(still_pending);
   }
   // The reads are over: end their leases so that the master may free or evict at once.
+  if (!lookup.end_leases) return results;
   std::vector<uint64_t> leases;
   for (size_t i = 0; i < n; ++i) {
     const auto& location = lookup.locations[i];
@@ -424,13 +475,19 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
 }
 
 absl::Status ObjectClient::ReadFromDisk(const std::string& key, const Replica& replica,
-                                        const ObjectLocation& location,
-                                        const std::vector<Buffer>& buffers) {
+                                        const ObjectLocation& location, const ReadPlan& plan) {
   // The owning store's engine serves the file by key (its object source) straight into the
-  // caller's buffers, over the same authenticated TCP server as transfers.
+  // caller's buffers, over the same authenticated TCP server as transfers. A file is read and
+  // verified whole: parts of it go through a scratch copy.
+  std::string scratch;
   std::vector<transport::ObjectBuffer> dest;
-  for (const Buffer& b : buffers) {
-    if (b.data != nullptr && b.size > 0) dest.push_back(transport::ObjectBuffer{b.data, b.size});
+  if (plan.whole) {
+    for (const Piece& piece : plan.pieces) {
+      dest.push_back(transport::ObjectBuffer{piece.data, piece.length});
+    }
+  } else {
+    scratch.resize(location.size);
+    dest.push_back(transport::ObjectBuffer{scratch.data(), scratch.size()});
   }
   absl::StatusOr<uint64_t> read =
       engine_->ReadObject(replica.disk_endpoint, key, dest,
@@ -468,6 +525,11 @@ absl::Status ObjectClient::ReadFromDisk(const std::string& key, const Replica& r
     return MakeError(ErrorCode::kObjectNotFound,
                      absl::StrCat("disk copy of '", key, "' failed its checksum"));
   }
+  if (!plan.whole) {
+    for (const Piece& piece : plan.pieces) {
+      std::memcpy(piece.data, scratch.data() + piece.offset, piece.length);
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -482,17 +544,8 @@ std::vector<absl::StatusOr<std::string>> ObjectClient::BatchGet(
       buffers[i].push_back(Buffer{values[i].data(), values[i].size()});
     }
   }
-  std::vector<absl::StatusOr<uint64_t>> read = ReadObjects(keys, buffers, lookup);
-  std::vector<absl::StatusOr<std::string>> out;
-  out.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (read[i].ok()) {
-      out.emplace_back(std::move(values[i]));
-    } else {
-      out.emplace_back(read[i].status());
-    }
-  }
-  return out;
+  return ValuesWhereRead(ReadObjects(keys, WholeObjects(keys, buffers, lookup), lookup),
+                         std::move(values));
 }
 
 std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetIntoParts(
@@ -501,7 +554,8 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetIntoParts(
     return std::vector<absl::StatusOr<uint64_t>>(
         keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and buffers differ in length"));
   }
-  return ReadObjects(keys, buffers, LookUp(keys));
+  const Lookup lookup = LookUp(keys);
+  return ReadObjects(keys, WholeObjects(keys, buffers, lookup), lookup);
 }
 
 std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetInto(
@@ -513,7 +567,188 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetInto(
   std::vector<std::vector<Buffer>> parts;
   parts.reserve(buffers.size());
   for (const Buffer& b : buffers) parts.push_back({b});
-  return ReadObjects(keys, parts, LookUp(keys));
+  const Lookup lookup = LookUp(keys);
+  return ReadObjects(keys, WholeObjects(keys, parts, lookup), lookup);
+}
+
+namespace {
+
+// Whether `range` lies inside an object of `size` bytes and has somewhere to go (a zero-length
+// range always does). Written so that no sum can wrap around.
+absl::Status CheckRange(const Client::Range& range, uint64_t size, const std::string& key) {
+  if (range.size == 0 ||
+      (range.data != nullptr && range.size <= size && range.offset <= size - range.size)) {
+    return absl::OkStatus();
+  }
+  return MakeError(ErrorCode::kInvalidParams,
+                   absl::StrCat("range [", range.offset, ", +", range.size, ") of '", key, "' (",
+                                size, " bytes) is out of bounds or has no destination"));
+}
+
+}  // namespace
+
+ObjectClient::ReadPlan ObjectClient::PlanRanges(const std::string& key,
+                                                const std::vector<Client::Range>& ranges,
+                                                uint64_t size,
+                                                std::vector<absl::Status>* statuses) {
+  ReadPlan plan;
+  uint64_t next = 0;  // where the pieces so far end, while they cover the object in order
+  bool in_order = true;
+  for (const Client::Range& range : ranges) {
+    absl::Status status = CheckRange(range, size, key);
+    const bool ok = status.ok();
+    statuses->push_back(std::move(status));
+    if (!ok) {
+      in_order = false;
+      continue;
+    }
+    if (range.size == 0) continue;
+    in_order = in_order && range.offset == next;
+    next = range.offset + range.size;
+    plan.pieces.push_back(Piece{range.data, range.offset, range.size});
+  }
+  plan.whole = in_order && next == size;
+  return plan;
+}
+
+std::vector<absl::StatusOr<std::vector<absl::Status>>> ObjectClient::BatchGetRanges(
+    const std::vector<std::string>& keys, const std::vector<std::vector<Client::Range>>& ranges) {
+  using Result = absl::StatusOr<std::vector<absl::Status>>;
+  if (keys.size() != ranges.size()) {
+    return std::vector<Result>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and ranges differ in length"));
+  }
+  const Lookup lookup = LookUp(keys);
+  std::vector<absl::StatusOr<ReadPlan>> plans;
+  std::vector<std::vector<absl::Status>> range_statuses(keys.size());
+  plans.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& location = lookup.locations[i];
+    if (!location.ok()) {
+      plans.push_back(location.status());
+      continue;
+    }
+    plans.push_back(PlanRanges(keys[i], ranges[i], location->size, &range_statuses[i]));
+  }
+  return ValuesWhereRead(ReadObjects(keys, plans, lookup), std::move(range_statuses));
+}
+
+std::vector<absl::Status> ObjectClient::StartReadSessions(const std::vector<std::string>& keys) {
+  Lookup lookup = LookUp(keys);
+  std::vector<absl::Status> out;
+  out.reserve(keys.size());
+  std::vector<uint64_t> replaced;  // leases of the sessions these replace
+  {
+    yuebing::MutexLock lock(&sessions_mu_);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto old = sessions_.find(keys[i]);
+      if (old != sessions_.end()) {
+        if (old->second.location.lease_id != 0) replaced.push_back(old->second.location.lease_id);
+        sessions_.erase(old);
+      }
+      absl::StatusOr<ObjectLocation>& location = lookup.locations[i];
+      if (!location.ok()) {
+        out.push_back(location.status());
+        continue;
+      }
+      if (location->replicas.empty()) {
+        out.push_back(MakeError(ErrorCode::kInvalidReplica, "object has no replica"));
+        continue;
+      }
+      // Two sessions of one key in one call: the last one stands, the other's lease ends.
+      auto [it, inserted] = sessions_.try_emplace(keys[i]);
+      if (!inserted && it->second.location.lease_id != 0) {
+        replaced.push_back(it->second.location.lease_id);
+      }
+      it->second = ReadSession{std::move(location).value(), lookup.asked_at[i]};
+      out.push_back(absl::OkStatus());
+    }
+    PruneSessions();
+  }
+  master_->ReleaseLeases(std::move(replaced));
+  return out;
+}
+
+void ObjectClient::PruneSessions() {
+  if (sessions_.size() < prune_sessions_at_) return;
+  const auto now = std::chrono::steady_clock::now();
+  absl::erase_if(sessions_, [&](const auto& entry) {
+    return now > entry.second.asked_at + entry.second.location.lease_ttl;
+  });
+  prune_sessions_at_ = std::max<size_t>(4096, 2 * sessions_.size());
+}
+
+std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadSessionRanges(
+    const std::vector<std::string>& keys, const std::vector<std::vector<Client::Range>>& ranges) {
+  using Result = absl::StatusOr<uint64_t>;
+  if (keys.size() != ranges.size()) {
+    return std::vector<Result>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and ranges differ in length"));
+  }
+  const auto now = std::chrono::steady_clock::now();
+  Lookup lookup;
+  lookup.end_leases = false;  // the sessions keep them
+  lookup.asked_at.resize(keys.size());
+  {
+    yuebing::MutexLock lock(&sessions_mu_);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto it = sessions_.find(keys[i]);
+      if (it == sessions_.end()) {
+        lookup.locations.push_back(MakeError(ErrorCode::kInvalidParams,
+                                             absl::StrCat("no read session of '", keys[i], "'")));
+        continue;
+      }
+      if (now > it->second.asked_at + it->second.location.lease_ttl) {
+        sessions_.erase(it);
+        ++lease_expired_;
+        lookup.locations.push_back(MakeError(
+            ErrorCode::kLeaseExpired, absl::StrCat("read session of '", keys[i], "' expired")));
+        continue;
+      }
+      lookup.locations.push_back(it->second.location);
+      lookup.asked_at[i] = it->second.asked_at;
+    }
+  }
+  std::vector<absl::StatusOr<ReadPlan>> plans;
+  plans.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto& location = lookup.locations[i];
+    if (!location.ok()) {
+      plans.push_back(location.status());
+      continue;
+    }
+    std::vector<absl::Status> statuses;
+    ReadPlan plan = PlanRanges(keys[i], ranges[i], location->size, &statuses);
+    auto bad = std::find_if(statuses.begin(), statuses.end(),
+                            [](const absl::Status& st) { return !st.ok(); });
+    if (bad != statuses.end()) {
+      plans.push_back(*bad);  // all or nothing per key
+    } else {
+      plans.push_back(std::move(plan));
+    }
+  }
+  std::vector<Result> read = ReadObjects(keys, plans, lookup);
+  yuebing::MutexLock lock(&sessions_mu_);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!read[i].ok() && ToErrorCode(read[i].status()) == ErrorCode::kLeaseExpired) {
+      sessions_.erase(keys[i]);  // outlived during this read
+    }
+  }
+  return read;
+}
+
+void ObjectClient::EndReadSessions(const std::vector<std::string>& keys) {
+  std::vector<uint64_t> leases;
+  {
+    yuebing::MutexLock lock(&sessions_mu_);
+    for (const std::string& key : keys) {
+      auto it = sessions_.find(key);
+      if (it == sessions_.end()) continue;
+      if (it->second.location.lease_id != 0) leases.push_back(it->second.location.lease_id);
+      sessions_.erase(it);
+    }
+  }
+  master_->ReleaseLeases(std::move(leases));
 }
 
 std::vector<absl::StatusOr<bool>> ObjectClient::BatchIsExist(const std::vector<std::string>& keys) {

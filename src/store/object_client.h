@@ -46,6 +46,12 @@ class ObjectClient {
       const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers);
   std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
                                                      const std::vector<Buffer>& buffers);
+  std::vector<absl::StatusOr<std::vector<absl::Status>>> BatchGetRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Client::Range>>& ranges);
+  std::vector<absl::Status> StartReadSessions(const std::vector<std::string>& keys);
+  std::vector<absl::StatusOr<uint64_t>> ReadSessionRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Client::Range>>& ranges);
+  void EndReadSessions(const std::vector<std::string>& keys);
   std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys);
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force);
   absl::StatusOr<uint64_t> GetSize(const std::string& key);
@@ -62,17 +68,42 @@ class ObjectClient {
   using TransferRequest = transport::TransferRequest;
   using TransferStatus = transport::TransferStatus;
 
-  // Replica lists of `keys` and when they were asked for (a read lease counts from then).
+  // Replica lists of `keys` and when each was asked for (its read lease counts from then).
   struct Lookup {
     std::vector<absl::StatusOr<ObjectLocation>> locations;
-    std::chrono::steady_clock::time_point asked_at;
+    std::vector<std::chrono::steady_clock::time_point> asked_at;
+    // Reads end the leases they used (not those held by read sessions).
+    bool end_leases = true;
   };
   Lookup LookUp(const std::vector<std::string>& keys);
-  // Reads each found object into its buffers, trying replicas in ReadOrder until one passes the
-  // transfer, the checksum and the lease check.
-  std::vector<absl::StatusOr<uint64_t>> ReadObjects(const std::vector<std::string>& keys,
-                                                    const std::vector<std::vector<Buffer>>& buffers,
-                                                    const Lookup& lookup);
+  // What to read of one object: pieces of it, each into its own memory.
+  struct Piece {
+    void* data = nullptr;
+    uint64_t offset = 0;  // in the object
+    uint64_t length = 0;
+  };
+  struct ReadPlan {
+    std::vector<Piece> pieces;
+    // The pieces cover the whole object in order, so its checksum can be verified.
+    bool whole = false;
+  };
+  // The whole object into `buffers`, filled in order; kInvalidParams when they are too small.
+  static absl::StatusOr<ReadPlan> WholeObject(const std::string& key,
+                                              const std::vector<Buffer>& buffers, uint64_t size);
+  // Reads of `ranges` of an object of `size` bytes; the status of each range goes to `statuses`
+  // (ranges that fail CheckRange are left out of the plan).
+  static ReadPlan PlanRanges(const std::string& key, const std::vector<Client::Range>& ranges,
+                             uint64_t size, std::vector<absl::Status>* statuses);
+  // Reads each object as its plan says (a plan that is an error is that key's result), trying
+  // replicas in ReadOrder until one passes the transfer, the checksum (whole objects) and the
+  // lease check. Returns the bytes read per key.
+  std::vector<absl::StatusOr<uint64_t>> ReadObjects(
+      const std::vector<std::string>& keys, const std::vector<absl::StatusOr<ReadPlan>>& plans,
+      const Lookup& lookup);
+  // Plans for reading every found object of `lookup` whole into `buffers`.
+  static std::vector<absl::StatusOr<ReadPlan>> WholeObjects(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
+      const Lookup& lookup);
   // Runs the requests as one engine batch and waits until every one is final.
   std::vector<TransferStatus> RunTransfers(const std::vector<TransferRequest>& requests);
   // Replicas ordered for reading: this client's segment, then this host, then others (shuffled
@@ -82,11 +113,12 @@ class ObjectClient {
   // a replica with a newer mount epoch than seen before means the peer re-mounted (maybe after a
   // restart), so the segment is reopened. Replicas older than the newest epoch seen are refused.
   absl::StatusOr<SegmentHandle> HandleFor(const Replica& replica);
-  // Reads object i of a ReadObjects call from the disk replica `replica` into its buffers,
-  // verifying size and checksum. kObjectNotFound when the store no longer has it or the bytes
+  // Reads object i of a ReadObjects call from the disk replica `replica` as `plan` says: the
+  // whole object is read and verified (size and checksum), through a scratch copy when the plan
+  // takes only parts of it. kObjectNotFound when the store no longer has it or the bytes
   // fail the checksum, kTransferFail when the store cannot be reached in transfer_timeout.
   absl::Status ReadFromDisk(const std::string& key, const Replica& replica,
-                            const ObjectLocation& location, const std::vector<Buffer>& buffers);
+                            const ObjectLocation& location, const ReadPlan& plan);
 
   const ClientConfig config_;
   const master::ClientId id_;
@@ -98,6 +130,17 @@ class ObjectClient {
     uint64_t epoch = 0;
     SegmentHandle handle = -1;
   };
+  // Read sessions (Client::StartReadSessions), by key: the lookup and when it was made.
+  struct ReadSession {
+    ObjectLocation location;
+    std::chrono::steady_clock::time_point asked_at;
+  };
+  // Forgets sessions whose lease has ended once there are many (amortized: the threshold doubles).
+  void PruneSessions() ABSL_EXCLUSIVE_LOCKS_REQUIRED(sessions_mu_);
+  yuebing::Mutex sessions_mu_;
+  absl::flat_hash_map<std::string, ReadSession> sessions_ ABSL_GUARDED_BY(sessions_mu_);
+  size_t prune_sessions_at_ ABSL_GUARDED_BY(sessions_mu_) = 4096;
+
   yuebing::Mutex segments_mu_;
   absl::flat_hash_map<std::string, OpenedSegment> segments_ ABSL_GUARDED_BY(segments_mu_);
 

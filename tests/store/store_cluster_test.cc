@@ -123,6 +123,41 @@ TEST_F(StoreClusterTest, PartsAreConcatenated) {
   EXPECT_EQ(std::string(a, 5) + std::string(b, 7), "hello world!");
 }
 
+// Byte ranges of objects land where asked; a range past its object fails alone (not read),
+// a missing key fails its own ranges only, zero-length ranges read nothing.
+TEST_F(StoreClusterTest, RangesOfObjectsAreReadIntoTheirDestinations) {
+  const std::string first = ValueFor("range-a", 300000);
+  const std::string second = ValueFor("range-b", 5000);
+  ASSERT_TRUE(client_->Put("range-a", first).ok());
+  ASSERT_TRUE(client_->Put("range-b", second).ok());
+  std::string out(16, '.');
+  std::string whole(second.size(), '\0');
+  using Range = Client::Range;
+  auto read = client_->BatchGetRanges({"range-a", "missing", "range-b", "range-b"},
+                                      {{Range{&out[0], 299996, 4}, Range{&out[4], 7, 3},
+                                        Range{&out[8], 299998, 4}, Range{&out[12], 0, 0}},
+                                       {Range{&out[14], 0, 2}},
+                                       {Range{&whole[0], 0, 2500}, Range{&whole[2500], 2500, 2500}},
+                                       {Range{nullptr, 0, 1}}});
+  ASSERT_EQ(read.size(), 4u);
+  ASSERT_TRUE(read[0].ok()) << read[0].status();
+  ASSERT_EQ(read[0]->size(), 4u);
+  EXPECT_TRUE((*read[0])[0].ok());
+  EXPECT_TRUE((*read[0])[1].ok());
+  EXPECT_EQ(ToErrorCode((*read[0])[2]), ErrorCode::kInvalidParams);  // past the end
+  EXPECT_TRUE((*read[0])[3].ok());
+  EXPECT_EQ(out.substr(0, 4), first.substr(299996, 4));
+  EXPECT_EQ(out.substr(4, 3), first.substr(7, 3));
+  EXPECT_EQ(out.substr(7), std::string(9, '.')) << "bytes written that were not asked for";
+  EXPECT_EQ(ToErrorCode(read[1].status()), ErrorCode::kObjectNotFound);
+  ASSERT_TRUE(read[2].ok()) << read[2].status();
+  EXPECT_EQ(whole, second);
+  ASSERT_TRUE(read[3].ok());
+  EXPECT_EQ(ToErrorCode((*read[3])[0]), ErrorCode::kInvalidParams);  // no destination
+  EXPECT_EQ(ToErrorCode(client_->BatchGetRanges({"range-a"}, {}).front().status()),
+            ErrorCode::kInvalidParams);
+}
+
 TEST_F(StoreClusterTest, ClientWithItsOwnSegmentServesOthers) {
   auto contributor = cluster_->MakeClient(32 << 20);
   ASSERT_NE(contributor, nullptr);

@@ -123,6 +123,36 @@ class Client {
       const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers) = 0;
   virtual std::vector<absl::StatusOr<uint64_t>> BatchGetInto(
       const std::vector<std::string>& keys, const std::vector<Buffer>& buffers) = 0;
+  // A byte range of an object and where it goes: object bytes [offset, offset+size) to `data`.
+  struct Range {
+    void* data = nullptr;
+    uint64_t offset = 0;
+    uint64_t size = 0;
+  };
+  // Reads byte ranges of each object (Mooncake's get_into_ranges). Per key: the status of each
+  // of its ranges (kInvalidParams for a null destination or a range past the object's end: not
+  // read; the others are), or the key's own error (kObjectNotFound, kTransferFail,
+  // kLeaseExpired, ...). Ranges are read under the key's read lease (its space is not reused
+  // meanwhile) and verified by checksum only when they cover the whole object in order: a
+  // checksum covers whole objects.
+  virtual std::vector<absl::StatusOr<std::vector<absl::Status>>> BatchGetRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Range>>& ranges) = 0;
+
+  // --- read sessions (Mooncake's batch_get_session_start / _end) ---
+  // Looks each key up once and keeps its replica list and read lease (the object is not evicted
+  // or its space reused meanwhile) until EndReadSessions or the lease's end, so that
+  // ReadSessionRanges reads without asking the master. Sessions belong to this client and are
+  // named by key: starting one of a key that has one replaces it (a fresh lease). Per key: OK or
+  // the lookup's error (kObjectNotFound, ...).
+  virtual std::vector<absl::Status> StartReadSessions(const std::vector<std::string>& keys) = 0;
+  // Reads ranges of keys that have sessions. Per key, all or nothing: the bytes read (the sum of
+  // its ranges), or kInvalidParams (no session, a range out of bounds), kLeaseExpired (the
+  // session's lease ended: the session is gone), or a transfer error. Checksum-verified as
+  // BatchGetRanges is.
+  virtual std::vector<absl::StatusOr<uint64_t>> ReadSessionRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Range>>& ranges) = 0;
+  // Ends the sessions of `keys` (unknown keys are ignored) and releases their leases.
+  virtual void EndReadSessions(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,
                                                 bool force = false) = 0;
