@@ -573,11 +573,11 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetInto(
 
 namespace {
 
-// Whether `range` lies inside an object of `size` bytes and has somewhere to go (a zero-length
-// range always does). Written so that no sum can wrap around.
+// Whether `range` lies inside an object of `size` bytes (a zero-length one may sit at its end)
+// and has somewhere to go (a zero-length one needs nowhere). Written so that no sum can wrap.
 absl::Status CheckRange(const Client::Range& range, uint64_t size, const std::string& key) {
-  if (range.size == 0 ||
-      (range.data != nullptr && range.size <= size && range.offset <= size - range.size)) {
+  const bool has_destination = range.data != nullptr || range.size == 0;
+  if (has_destination && range.size <= size && range.offset <= size - range.size) {
     return absl::OkStatus();
   }
   return MakeError(ErrorCode::kInvalidParams,

@@ -133,19 +133,21 @@ TEST_F(StoreClusterTest, RangesOfObjectsAreReadIntoTheirDestinations) {
   std::string out(16, '.');
   std::string whole(second.size(), '\0');
   using Range = Client::Range;
-  auto read = client_->BatchGetRanges({"range-a", "missing", "range-b", "range-b"},
-                                      {{Range{&out[0], 299996, 4}, Range{&out[4], 7, 3},
-                                        Range{&out[8], 299998, 4}, Range{&out[12], 0, 0}},
-                                       {Range{&out[14], 0, 2}},
-                                       {Range{&whole[0], 0, 2500}, Range{&whole[2500], 2500, 2500}},
-                                       {Range{nullptr, 0, 1}}});
+  auto read = client_->BatchGetRanges(
+      {"range-a", "missing", "range-b", "range-b"},
+      {{Range{&out[0], 299996, 4}, Range{&out[4], 7, 3}, Range{&out[8], 299998, 4},
+        Range{&out[12], 0, 0}, Range{&out[13], 300001, 0}},
+       {Range{&out[14], 0, 2}},
+       {Range{&whole[0], 0, 2500}, Range{&whole[2500], 2500, 2500}},
+       {Range{nullptr, 0, 1}}});
   ASSERT_EQ(read.size(), 4u);
   ASSERT_TRUE(read[0].ok()) << read[0].status();
-  ASSERT_EQ(read[0]->size(), 4u);
+  ASSERT_EQ(read[0]->size(), 5u);
   EXPECT_TRUE((*read[0])[0].ok());
   EXPECT_TRUE((*read[0])[1].ok());
   EXPECT_EQ(ToErrorCode((*read[0])[2]), ErrorCode::kInvalidParams);  // past the end
   EXPECT_TRUE((*read[0])[3].ok());
+  EXPECT_EQ(ToErrorCode((*read[0])[4]), ErrorCode::kInvalidParams);  // empty, but past the end
   EXPECT_EQ(out.substr(0, 4), first.substr(299996, 4));
   EXPECT_EQ(out.substr(4, 3), first.substr(7, 3));
   EXPECT_EQ(out.substr(7), std::string(9, '.')) << "bytes written that were not asked for";
