@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,12 +55,15 @@ constexpr int kMasterUnreachable = 2;
 enum class SoftPinAction { kPreserve = 0, kEnable = 1, kDisable = 2 };
 
 // Python-side replication settings. Fields are plain and unvalidated so that assigning a bad
-// value never raises; the value is checked when used (INVALID_PARAMS).
+// value never raises (except soft_pin_ttl_ms, which takes None or 0..2^64-1 as upstream's does);
+// the value is checked when used (INVALID_PARAMS).
 struct ReplicateConfig {
   int64_t replica_num = 1;
   bool with_soft_pin = false;
   SoftPinAction soft_pin_action = SoftPinAction::kPreserve;
-  int64_t soft_pin_ttl_ms = 0;  // accepted for compatibility; the master's policy applies
+  // Only with soft_pin_action ENABLE (upstream's rule). The master's default_kv_soft_pin_ttl
+  // applies: per-object soft-pin TTLs are not taken yet.
+  std::optional<uint64_t> soft_pin_ttl_ms;
   bool with_hard_pin = false;
   std::string preferred_segment;
   std::vector<std::string> preferred_segments;
@@ -79,6 +83,10 @@ absl::StatusOr<master::ReplicateConfig> ToMaster(const ReplicateConfig& c, const
   if (c.replica_num < 1 || c.replica_num > int64_t{limits::kMaxReplicas}) {
     return MakeError(ErrorCode::kInvalidParams,
                      absl::StrCat("replica_num must be 1..", limits::kMaxReplicas));
+  }
+  if (c.soft_pin_ttl_ms.has_value() && c.soft_pin_action != SoftPinAction::kEnable) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     "soft_pin_ttl_ms needs soft_pin_action = SoftPinAction.ENABLE");
   }
   master::ReplicateConfig out;
   out.replica_num = static_cast<uint32_t>(c.replica_num);

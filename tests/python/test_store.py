@@ -499,6 +499,34 @@ def test_replication_and_pins(store):
     assert store.get_batch(["hard", "soft"]) == [b"h", b"s"]
 
 
+def test_soft_pin_ttl_is_optional_and_needs_enable(store):
+    rc = ReplicateConfig()
+    assert rc.soft_pin_ttl_ms is None  # the master's default
+    rc.soft_pin_ttl_ms = 1500
+    assert rc.soft_pin_ttl_ms == 1500
+    rc.soft_pin_ttl_ms = None
+    assert rc.soft_pin_ttl_ms is None
+    for bad in (-1, 1 << 64, "10"):
+        with pytest.raises(TypeError):
+            rc.soft_pin_ttl_ms = bad
+    assert rc.soft_pin_ttl_ms is None  # a refused value leaves the field as it was
+    # A TTL only goes with ENABLE; with PRESERVE or DISABLE the write is refused, nothing stored.
+    for action in (SoftPinAction.PRESERVE, SoftPinAction.DISABLE):
+        refused = ReplicateConfig()
+        refused.soft_pin_action = action
+        refused.soft_pin_ttl_ms = 1000
+        assert store.put("ttl-refused", b"t", refused) == INVALID_PARAMS
+        assert store.upsert("ttl-refused", b"t", refused) == INVALID_PARAMS
+        assert store.put_batch(["ttl-refused"], [b"t"], refused) == INVALID_PARAMS
+    assert store.is_exist("ttl-refused") == 0
+    enabled = ReplicateConfig()
+    enabled.soft_pin_action = SoftPinAction.ENABLE
+    enabled.soft_pin_ttl_ms = 1000
+    assert store.put("ttl-enabled", b"e", enabled) == 0
+    assert store.upsert("ttl-enabled", b"E", enabled) == 0
+    assert store.get("ttl-enabled") == b"E"
+
+
 def test_preferred_segment_places_the_replica(cluster, make_store):
     # An object put with a preferred segment on a client that is then closed is gone with it:
     # that shows where the replica was.
