@@ -404,8 +404,9 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       return reactor;
     }
     auto attempt = [this, reactor, op, outcome, start, reply, marks = *await](bool must_finish) {
-      if (!must_finish && !service_->ManifestsHave(marks)) return false;
-      if (metrics_ != nullptr && !service_->ManifestsHave(marks)) metrics_->RecordManifestLag();
+      const bool known = service_->ManifestsHave(marks);
+      if (!known && !must_finish) return false;
+      if (!known && metrics_ != nullptr) metrics_->RecordManifestLag();
       Answer(reactor, op, outcome, start, reply);
       return true;
     };

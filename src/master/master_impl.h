@@ -229,6 +229,10 @@ class MasterService::Impl {
       ABSL_LOCKS_EXCLUDED(topo_mu_);
   SegmentJournal& journal() { return journal_; }
   std::vector<ManifestMark> ManifestMarks(const std::vector<std::string>& keys);
+  // The segment of `ref` when its owner keeps a manifest of it (mounted with a restore, owned,
+  // not being unmounted); nullptr otherwise.
+  const SegmentState* JournaledSegment(const ReplicaRef& ref) const
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // Tells the owners of `refs` that object `key` is written there (kAdd, committed or not) or
   // no longer is (kDrop; key, size, checksum and pins unused).
   void JournalRefs(const std::vector<ReplicaRef>& refs, JournalEntry::Op op, bool committed,

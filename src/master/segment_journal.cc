@@ -53,10 +53,10 @@ JournalBatch SegmentJournal::Pull(uint64_t owner, uint64_t journal_id, uint64_t 
   return batch;
 }
 
-uint64_t SegmentJournal::Newest(uint64_t owner) const {
+uint64_t SegmentJournal::NewestUnacknowledged(uint64_t owner) const {
   yuebing::MutexLock lock(&mu_);
   auto it = queues_.find(owner);
-  if (it == queues_.end()) return 0;
+  if (it == queues_.end() || it->second.entries.empty()) return 0;
   return it->second.first_seq - 1 + it->second.entries.size();
 }
 

@@ -28,8 +28,8 @@ class SegmentJournal {
   // Forgets entries up to `ack` (when `journal_id` is this journal's) and returns up to `max`
   // entries after it.
   JournalBatch Pull(uint64_t owner, uint64_t journal_id, uint64_t ack, size_t max);
-  // The sequence number of the newest entry queued for `owner`; 0 when none is.
-  uint64_t Newest(uint64_t owner) const;
+  // The sequence number of the newest entry `owner` has not acknowledged; 0 when none waits.
+  uint64_t NewestUnacknowledged(uint64_t owner) const;
   // Whether `owner` no longer waits for entries up to `seq`: it acknowledged them, or its queue
   // was dropped (Forget, or a reset that makes it start over).
   bool Acknowledged(uint64_t owner, uint64_t seq) const;

@@ -25,14 +25,20 @@ uint8_t FlagsOf(uint32_t pins) {
 
 }  // namespace
 
+const SegmentState* MasterService::Impl::JournaledSegment(const ReplicaRef& ref) const {
+  const SegmentState* seg = segments_[ref.segment].get();
+  // A segment being unmounted has no manifest to keep: its owner is gone or leaving. One
+  // mounted without a restore has no manifest at all.
+  if (seg == nullptr || seg->dying || !seg->journaled || seg->owner == nullptr) return nullptr;
+  return seg;
+}
+
 void MasterService::Impl::JournalRefs(const std::vector<ReplicaRef>& refs, JournalEntry::Op op,
                                       bool committed, absl::string_view key, uint64_t size,
                                       uint64_t checksum, uint8_t flags) {
   for (const ReplicaRef& ref : refs) {
-    const SegmentState* seg = segments_[ref.segment].get();
-    // A segment being unmounted has no manifest to keep: its owner is gone or leaving. One
-    // mounted without a restore has no manifest at all.
-    if (seg == nullptr || seg->dying || !seg->journaled || seg->owner == nullptr) continue;
+    const SegmentState* seg = JournaledSegment(ref);
+    if (seg == nullptr) continue;
     JournalEntry change;
     change.op = op;
     change.address = seg->segment.base + ref.offset;
@@ -64,16 +70,13 @@ std::vector<ManifestMark> MasterService::Impl::ManifestMarks(const std::vector<s
       const uint32_t index = s.table.Find(key);
       if (index == ObjectTable::kNone) continue;
       for (const ReplicaRef& ref : ReplicasOf(s, index)) {
-        const SegmentState* seg = segments_[ref.segment].get();
-        if (seg == nullptr || seg->dying || !seg->journaled || seg->owner == nullptr) continue;
-        owners.insert(seg->owner->serial);
+        if (const SegmentState* seg = JournaledSegment(ref)) owners.insert(seg->owner->serial);
       }
     }
   }
   std::vector<ManifestMark> marks;
   for (uint64_t owner : owners) {
-    const uint64_t newest = journal_.Newest(owner);
-    if (newest != 0 && !journal_.Acknowledged(owner, newest)) marks.push_back({owner, newest});
+    if (const uint64_t seq = journal_.NewestUnacknowledged(owner)) marks.push_back({owner, seq});
   }
   return marks;
 }
