@@ -316,17 +316,25 @@ absl::StatusOr<ObjectClient::ReadPlan> ObjectClient::WholeObject(const std::stri
   return plan;
 }
 
-std::vector<absl::StatusOr<ObjectClient::ReadPlan>> ObjectClient::WholeObjects(
-    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
-    const Lookup& lookup) {
+template <typename Make>
+std::vector<absl::StatusOr<ObjectClient::ReadPlan>> ObjectClient::PlanEach(const Lookup& lookup,
+                                                                           Make make) {
   std::vector<absl::StatusOr<ReadPlan>> plans;
-  plans.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
+  plans.reserve(lookup.locations.size());
+  for (size_t i = 0; i < lookup.locations.size(); ++i) {
     const auto& location = lookup.locations[i];
-    plans.push_back(location.ok() ? WholeObject(keys[i], buffers[i], location->size)
+    plans.push_back(location.ok() ? make(i, *location)
                                   : absl::StatusOr<ReadPlan>(location.status()));
   }
   return plans;
+}
+
+std::vector<absl::StatusOr<ObjectClient::ReadPlan>> ObjectClient::WholeObjects(
+    const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
+    const Lookup& lookup) {
+  return PlanEach(lookup, [&](size_t i, const ObjectLocation& location) {
+    return WholeObject(keys[i], buffers[i], location.size);
+  });
 }
 
 std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
@@ -619,17 +627,11 @@ std::vector<absl::StatusOr<std::vector<absl::Status>>> ObjectClient::BatchGetRan
         keys.size(), MakeError(ErrorCode::kInvalidParams, "keys and ranges differ in length"));
   }
   const Lookup lookup = LookUp(keys);
-  std::vector<absl::StatusOr<ReadPlan>> plans;
   std::vector<std::vector<absl::Status>> range_statuses(keys.size());
-  plans.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const auto& location = lookup.locations[i];
-    if (!location.ok()) {
-      plans.push_back(location.status());
-      continue;
-    }
-    plans.push_back(PlanRanges(keys[i], ranges[i], location->size, &range_statuses[i]));
-  }
+  const std::vector<absl::StatusOr<ReadPlan>> plans =
+      PlanEach(lookup, [&](size_t i, const ObjectLocation& location) -> absl::StatusOr<ReadPlan> {
+        return PlanRanges(keys[i], ranges[i], location.size, &range_statuses[i]);
+      });
   return ValuesWhereRead(ReadObjects(keys, plans, lookup), std::move(range_statuses));
 }
 
@@ -655,12 +657,8 @@ std::vector<absl::Status> ObjectClient::StartReadSessions(const std::vector<std:
         out.push_back(MakeError(ErrorCode::kInvalidReplica, "object has no replica"));
         continue;
       }
-      // Two sessions of one key in one call: the last one stands, the other's lease ends.
-      auto [it, inserted] = sessions_.try_emplace(keys[i]);
-      if (!inserted && it->second.location.lease_id != 0) {
-        replaced.push_back(it->second.location.lease_id);
-      }
-      it->second = ReadSession{std::move(location).value(), lookup.asked_at[i]};
+      // (A key twice in one call: its first session was replaced above, as an older one is.)
+      sessions_.emplace(keys[i], ReadSession{std::move(location).value(), lookup.asked_at[i]});
       out.push_back(absl::OkStatus());
     }
     PruneSessions();
@@ -709,24 +707,15 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadSessionRanges(
       lookup.asked_at[i] = it->second.asked_at;
     }
   }
-  std::vector<absl::StatusOr<ReadPlan>> plans;
-  plans.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const auto& location = lookup.locations[i];
-    if (!location.ok()) {
-      plans.push_back(location.status());
-      continue;
-    }
-    std::vector<absl::Status> statuses;
-    ReadPlan plan = PlanRanges(keys[i], ranges[i], location->size, &statuses);
-    auto bad = std::find_if(statuses.begin(), statuses.end(),
-                            [](const absl::Status& st) { return !st.ok(); });
-    if (bad != statuses.end()) {
-      plans.push_back(*bad);  // all or nothing per key
-    } else {
-      plans.push_back(std::move(plan));
-    }
-  }
+  const std::vector<absl::StatusOr<ReadPlan>> plans =
+      PlanEach(lookup, [&](size_t i, const ObjectLocation& location) -> absl::StatusOr<ReadPlan> {
+        std::vector<absl::Status> statuses;
+        ReadPlan plan = PlanRanges(keys[i], ranges[i], location.size, &statuses);
+        for (absl::Status& status : statuses) {
+          if (!status.ok()) return std::move(status);  // all or nothing per key
+        }
+        return plan;
+      });
   std::vector<Result> read = ReadObjects(keys, plans, lookup);
   yuebing::MutexLock lock(&sessions_mu_);
   for (size_t i = 0; i < keys.size(); ++i) {

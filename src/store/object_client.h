@@ -100,6 +100,10 @@ class ObjectClient {
   std::vector<absl::StatusOr<uint64_t>> ReadObjects(
       const std::vector<std::string>& keys, const std::vector<absl::StatusOr<ReadPlan>>& plans,
       const Lookup& lookup);
+  // A plan per key of `lookup`: make(i, location) for each object found, the lookup's error for
+  // the others.
+  template <typename Make>
+  static std::vector<absl::StatusOr<ReadPlan>> PlanEach(const Lookup& lookup, Make make);
   // Plans for reading every found object of `lookup` whole into `buffers`.
   static std::vector<absl::StatusOr<ReadPlan>> WholeObjects(
       const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
