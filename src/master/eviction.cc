@@ -1,11 +1,15 @@
 // Eviction (approximate LRU over complete, unleased, unpinned objects) and reclaim of
 // abandoned puts.
 //
-// A pass works per class (unpinned, then soft-pinned when allowed): a first scan counts the
-// candidates and samples up to kEvictionSampleCap of them (all of them when fewer, making the
-// order exact); the sample gives the last-access cut-off that covers the targets; a second scan
-// evicts candidates at or below the cut-off until the targets are met. Both scans are bounded
-// by the number of objects and hold one shard lock at a time.
+// A pass works per class (unpinned, then soft-pinned when allowed). First a sample of the
+// candidates gives the last-access cut-off that covers the targets: every entry when the master
+// holds at most kEvictionSampleCap objects (the order is then exact), else kEvictionSampleCap
+// entries probed at random (each standing for index_limit / probes entries of its shard). Then
+// the segment lists (SegmentMembers: least recently used at the tail) are walked from their tails
+// while entries are at or below the cut-off, evicting the candidates until the targets are met.
+// So a pass costs the sample plus the entries it evicts or passes over (leased, pinned, being
+// spilled, or of the other class), not a scan of every object. Both steps hold one shard lock at
+// a time.
 #include <algorithm>
 #include <cmath>
 
@@ -26,8 +30,10 @@ bool Evictable(const ObjectEntry& entry, int64_t now) {
          entry.time_ns <= now;
 }
 
-bool SoftPinned(const ObjectEntry& entry, int64_t now) {
-  return (entry.flags & kEntrySoftPin) && entry.soft_pin_until_ns > now;
+bool SoftPinned(const Shard& s, uint32_t index, int64_t now) ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
+  if (!(s.table.at(index).flags & kEntrySoftPin)) return false;
+  auto it = s.soft_pin_until.find(index);
+  return it != s.soft_pin_until.end() && it->second > now;
 }
 
 uint64_t NextRandom(uint64_t& state) {  // splitmix64
@@ -49,25 +55,29 @@ struct MasterService::Impl::EvictionProgress {
 
 void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProgress& progress) {
   std::vector<Sampled> sample;
-  uint64_t seen = 0;
-  uint64_t seen_bytes = 0;
+  long double seen = 0;
+  long double seen_bytes = 0;
+  const bool exact = objects_.load() <= kEvictionSampleCap;
+  const uint64_t probes_per_shard = std::max<uint64_t>(1, kEvictionSampleCap / shards_.size());
   for (const std::unique_ptr<Shard>& shard : shards_) {
     Shard& s = *shard;
     yuebing::ReaderMutexLock lock(&s.mu);
-    for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
+    const uint32_t limit = s.table.index_limit();
+    if (limit == 0) continue;
+    const uint64_t probes = exact ? limit : probes_per_shard;
+    const long double weight = static_cast<long double>(limit) / probes;
+    for (uint64_t p = 0; p < probes; ++p) {
+      const uint32_t i = exact ? static_cast<uint32_t>(p)
+                               : static_cast<uint32_t>(NextRandom(sample_seed_) % limit);
       const ObjectEntry& entry = s.table.at(i);
-      if (!Evictable(entry, now) || SoftPinned(entry, now) != soft_pinned) continue;
+      if (!Evictable(entry, now) || SoftPinned(s, i, now) != soft_pinned) continue;
       const Sampled item{entry.last_access, AlignedSize(entry.size) * entry.replicas};
-      ++seen;
-      seen_bytes += item.bytes;
-      if (sample.size() < kEvictionSampleCap) {
-        sample.push_back(item);
-      } else if (const uint64_t j = NextRandom(sample_seed_) % seen; j < kEvictionSampleCap) {
-        sample[j] = item;
-      }
+      seen += weight;
+      seen_bytes += weight * item.bytes;
+      sample.push_back(item);
     }
   }
-  if (seen == 0) return;
+  if (sample.empty()) return;
   std::sort(sample.begin(), sample.end(),
             [](const Sampled& a, const Sampled& b) { return a.access < b.access; });
   long double sample_bytes = 0;
@@ -90,19 +100,23 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
   for (const std::unique_ptr<Shard>& shard : shards_) {
     Shard& s = *shard;
     yuebing::MutexLock lock(&s.mu);
-    for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
-      const ObjectEntry& entry = s.table.at(i);
-      if (!Evictable(entry, now) || SoftPinned(entry, now) != soft_pinned ||
-          entry.last_access > cutoff) {
-        continue;
+    for (uint32_t segment : s.members.Segments()) {
+      uint32_t i = s.members.Tail(segment);
+      while (i != ObjectTable::kNone) {
+        const ObjectEntry& entry = s.table.at(i);
+        const uint32_t newer = entry.seg_prev;  // read first: the entry may go
+        if (entry.last_access > cutoff) break;  // the rest of the list is newer still
+        if (Evictable(entry, now) && SoftPinned(s, i, now) == soft_pinned) {
+          progress.bytes += AlignedSize(entry.size) * entry.replicas;
+          ++progress.count;
+          // With a disk tier the object is copied out first and freed when the copy is
+          // reported; its bytes count as freed here so that one pass does not queue more than
+          // it needs.
+          if (!TrySpill(s, i, now)) DropObject(s, i, now, Unfinished::kFreeNow);
+          if (progress.Done()) return;
+        }
+        i = newer;
       }
-      progress.bytes += AlignedSize(entry.size) * entry.replicas;
-      ++progress.count;
-      // With a disk tier the object is copied out first and freed when the copy is reported;
-      // its bytes count as freed here so that one pass does not queue more than it needs.
-      if (TrySpill(s, i, now)) continue;
-      DropObject(s, i, now, Unfinished::kFreeNow);
-      if (progress.Done()) return;
     }
   }
 }

@@ -2,6 +2,7 @@
 // segments.cc (segments, clients, unmount) and eviction.cc (eviction and reclaim).
 //
 // Locks, always taken in this order (never the reverse):
+//   unmount_mu_   one unmount at a time, from its start to its end; a mount waits for it.
 //   topo_mu_      segments and clients. Shared by every object operation that touches segment
 //                 data (placement, replica addresses, frees); exclusive for mount/unmount and
 //                 client expiry, which also rewrite objects.
@@ -39,6 +40,7 @@
 #include "master/object_index.h"
 #include "master/segment_allocator.h"
 #include "master/segment_journal.h"
+#include "master/segment_members.h"
 #include "yuebing/common/clock.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/mutex.h"
@@ -58,6 +60,8 @@ using limits::kMaxSegments;
 inline constexpr uint32_t kMaxShards = 4096;
 // Eviction estimates its LRU cut-off from at most this many sampled candidates (exact below).
 inline constexpr size_t kEvictionSampleCap = 65536;
+// An unmount's sweep drops at most this many entries under one shard lock.
+inline constexpr size_t kUnmountChunk = 64;
 // After a pass that evicted nothing, further passes wait this long.
 inline constexpr std::chrono::milliseconds kFutileEvictionBackoff{100};
 
@@ -119,6 +123,10 @@ struct Shard {
   ObjectTable table ABSL_GUARDED_BY(mu);
   // Replicas after the first, for objects with more than one.
   absl::flat_hash_map<uint32_t, std::vector<ReplicaRef>> extra ABSL_GUARDED_BY(mu);
+  // The entries holding a replica on each segment (what an unmount visits).
+  SegmentMembers members ABSL_GUARDED_BY(mu);
+  // Soft-pinned entries (kEntrySoftPin) -> when their pin ends (refreshed by reads).
+  absl::flat_hash_map<uint32_t, int64_t> soft_pin_until ABSL_GUARDED_BY(mu);
   absl::flat_hash_map<uint32_t, PendingPut> pending ABSL_GUARDED_BY(mu);
   // Entries not yet complete -> the checksum announced by their PutStart (0: none).
   absl::flat_hash_map<uint32_t, uint64_t> in_progress ABSL_GUARDED_BY(mu);
@@ -165,9 +173,10 @@ struct SegmentState {
       : segment(seg), alloc(seg.base, seg.size, alignment), capacity(alloc.capacity()) {}
   Segment segment;
   ClientId client_id;
-  const ClientInfo* owner = nullptr;  // valid while mounted (clients outlive their segments)
+  // Valid while mounted (clients outlive their mounted segments); nullptr once dying.
+  const ClientInfo* owner = nullptr;
   uint64_t epoch = 0;
-  bool dying = false;  // being unmounted: frees are dropped
+  bool dying = false;  // being unmounted: frees are dropped (written under exclusive topo_mu_)
   // Mounted by MountSegmentForRestore and its owner has not finished RestoreObjects: no new
   // objects are placed here (they could land on a range the owner is about to report).
   std::atomic<bool> restoring{false};
@@ -198,10 +207,11 @@ class MasterService::Impl {
                                            bool restoring, bool has_disk_tier);
   absl::Status UnmountSegment(const ClientId& client, const std::string& name);
   ClientState Ping(const ClientId& client);
-  void ExpireClients(int64_t now) ABSL_LOCKS_EXCLUDED(topo_mu_);
-  // Drops these clients: their segments, their unfinished puts, their entries.
-  void ExpireLocked(const std::vector<ClientId>& ids, int64_t now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_);
+  void ExpireClients(int64_t now) ABSL_LOCKS_EXCLUDED(topo_mu_, unmount_mu_);
+  // Drops these clients: their entries, their unfinished puts, and starts unmounting their
+  // segments (BeginUnmount), whose slots it returns for the caller to sweep and finish.
+  std::vector<uint32_t> BeginExpiry(const std::vector<ClientId>& ids, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_, unmount_mu_);
   MasterStats Stats();
 
   // master_service.cc
@@ -285,6 +295,8 @@ class MasterService::Impl {
   std::vector<ReplicaRef> ReplicasOf(Shard& s, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void SetReplicas(Shard& s, uint32_t index, const std::vector<ReplicaRef>& refs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Takes the entry's replicas out of the segment lists and Shard::extra (replicas becomes 0).
+  void ForgetReplicas(Shard& s, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Removes the object (and any pending upsert), disposing of its space by the rules above.
   void DropObject(Shard& s, uint32_t index, int64_t now, Unfinished mode)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
@@ -305,12 +317,31 @@ class MasterService::Impl {
   void Retire(const ReplicaRef& ref, uint64_t length, int64_t free_at_ns, int64_t now)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   void FreeRetired(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
-  // Drops `slots` (and every replica on them) and the unfinished puts of `writers`.
-  void UnmountLocked(const std::vector<uint32_t>& slots,
-                     const absl::flat_hash_set<uint64_t>& writers, int64_t now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_);
+  // Unmounting, in three steps, all under unmount_mu_ (one unmount at a time; a mount waits):
+  // BeginUnmount marks `slots` dying (no placement, frees or journal there from now on), forgets
+  // their names, capacity and used bytes, and drops the unfinished puts of `writers`; the sweep
+  // visits the entries holding a replica on them (Shard::members, nothing else) and drops those
+  // replicas, and the objects left with none; FinishUnmount removes the slots. Until the sweep
+  // reaches an object, reads may still be pointed at its replica on the dying segment, as before
+  // the unmount was asked for.
+  void BeginUnmount(const std::vector<uint32_t>& slots,
+                    const absl::flat_hash_set<uint64_t>& writers, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_, unmount_mu_);
+  // Sweeps up to kUnmountChunk entries of shard `s` (`first`: also cancels its upserts writing to
+  // a dying slot); true when more may be left there.
+  bool SweepChunk(Shard& s, const std::vector<uint32_t>& slots, int64_t now, bool first)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_, unmount_mu_) ABSL_LOCKS_EXCLUDED(s.mu);
+  // The whole sweep while the caller holds topo_mu_ (a mount replacing a segment).
+  void SweepUnmountLocked(const std::vector<uint32_t>& slots, int64_t now)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_, unmount_mu_);
+  // The whole sweep, taking topo_mu_ (shared) one chunk at a time so that puts and reads go on
+  // beside it, then FinishUnmount.
+  void SweepAndFinishUnmount(const std::vector<uint32_t>& slots, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(unmount_mu_) ABSL_LOCKS_EXCLUDED(topo_mu_);
+  void FinishUnmount(const std::vector<uint32_t>& slots)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(topo_mu_, unmount_mu_);
   void DropSegmentReplicas(Shard& s, uint32_t index, int64_t now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu, topo_mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   bool OwnerAlive(const SegmentState& seg, int64_t now) const;
 
   // --- eviction and reclaim (eviction.cc) ---
@@ -377,6 +408,8 @@ class MasterService::Impl {
   const int64_t discard_timeout_ns_;
   const int64_t release_timeout_ns_;
 
+  // Held by an unmount from its start to its end and by a mount (see BeginUnmount).
+  yuebing::Mutex unmount_mu_ ABSL_ACQUIRED_BEFORE(topo_mu_);
   mutable yuebing::Mutex topo_mu_;
   std::vector<std::unique_ptr<SegmentState>> segments_ ABSL_GUARDED_BY(topo_mu_);
   absl::flat_hash_map<std::string, uint32_t> segment_by_name_ ABSL_GUARDED_BY(topo_mu_);

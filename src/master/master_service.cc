@@ -144,16 +144,29 @@ std::vector<ReplicaRef> MasterService::Impl::ReplicasOf(Shard& s, uint32_t index
 
 void MasterService::Impl::SetReplicas(Shard& s, uint32_t index,
                                       const std::vector<ReplicaRef>& refs) {
+  ForgetReplicas(s, index);
   ObjectEntry& entry = s.table.at(index);
-  const bool had_extra = entry.replicas > 1;
   entry.segment = refs.front().segment;
   entry.offset = refs.front().offset;
   entry.replicas = static_cast<uint8_t>(refs.size());
+  s.members.Link(s.table, index);
   if (refs.size() > 1) {
     s.extra[index].assign(refs.begin() + 1, refs.end());
-  } else if (had_extra) {
-    s.extra.erase(index);
+    for (auto it = refs.begin() + 1; it != refs.end(); ++it) s.members.AddExtra(it->segment, index);
   }
+}
+
+void MasterService::Impl::ForgetReplicas(Shard& s, uint32_t index) {
+  ObjectEntry& entry = s.table.at(index);
+  if (entry.replicas == 0) return;
+  s.members.Unlink(s.table, index);
+  if (entry.replicas > 1) {
+    if (auto it = s.extra.find(index); it != s.extra.end()) {
+      for (const ReplicaRef& ref : it->second) s.members.RemoveExtra(ref.segment, index);
+      s.extra.erase(it);
+    }
+  }
+  entry.replicas = 0;
 }
 
 std::vector<Replica> MasterService::Impl::ToReplicas(const std::vector<ReplicaRef>& refs,
@@ -196,7 +209,8 @@ void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfi
     for (const ReplicaRef& ref : refs) Retire(ref, length, free_at, now);
   }
   EndSpill(s, index);
-  if (entry.replicas > 1) s.extra.erase(index);
+  ForgetReplicas(s, index);
+  if (!s.soft_pin_until.empty()) s.soft_pin_until.erase(index);
   s.table.Erase(index);
   objects_.fetch_sub(1);
 }
@@ -303,7 +317,8 @@ void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksu
   entry.aux = checksum;
   entry.time_ns = 0;  // no lease yet
   entry.last_access = access_seq_.fetch_add(1) + 1;
-  if (entry.flags & kEntrySoftPin) entry.soft_pin_until_ns = now + soft_pin_ttl_ns_;
+  s.members.Touch(s.table, index);
+  if (entry.flags & kEntrySoftPin) s.soft_pin_until[index] = now + soft_pin_ttl_ns_;
   s.in_progress.erase(index);
   if (checksum == kNoChecksum || checksum != announced) {
     JournalReplicas(s, index, ReplicasOf(s, index), JournalEntry::Op::kAdd);
@@ -341,6 +356,7 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     EndSpill(s, index);  // a report of the old version will not match
     entry.size = done.size;
     entry.flags = kEntryUsed | done.pins;
+    if (!(entry.flags & kEntrySoftPin)) s.soft_pin_until.erase(index);
     SetReplicas(s, index, done.replicas);
     CompletePut(s, index, checksum, done.announced, now);
     return absl::OkStatus();
@@ -396,8 +412,10 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
   ObjectEntry& entry = s.table.at(index);
   const uint64_t lease_id = GrantLease(s, index, now);
   entry.last_access = access_seq_.fetch_add(1) + 1;
+  s.members.Touch(s.table, index);
   if (entry.flags & kEntrySoftPin) {
-    entry.soft_pin_until_ns = std::max(entry.soft_pin_until_ns, now + soft_pin_ttl_ns_);
+    int64_t& until = s.soft_pin_until[index];
+    until = std::max(until, now + soft_pin_ttl_ns_);
   }
   ObjectLocation location;
   location.size = entry.size;

@@ -39,7 +39,8 @@ struct ObjectEntry {
   uint64_t aux;          // complete: checksum; in progress: writer client serial
   int64_t time_ns;       // complete: read lease deadline (0: none); in progress: put start time
   uint64_t last_access;  // LRU sequence number (larger = more recent)
-  int64_t soft_pin_until_ns;
+  uint32_t seg_prev;     // neighbours in the list of the first replica's segment (SegmentMembers)
+  uint32_t seg_next;
   uint64_t offset;   // first replica: offset inside its segment
   uint32_t segment;  // first replica: segment slot
   uint32_t key_ref;  // arena offset of the key; next free entry while unused

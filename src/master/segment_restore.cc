@@ -189,7 +189,7 @@ absl::Status MasterService::Impl::RestoreOne(SegmentState& seg, uint32_t slot,
   entry.time_ns = 0;
   entry.last_access = access_seq_.fetch_add(1) + 1;
   entry.flags |= kEntryComplete | FlagsOf(object.pins);
-  if (entry.flags & kEntrySoftPin) entry.soft_pin_until_ns = now + soft_pin_ttl_ns_;
+  if (entry.flags & kEntrySoftPin) s.soft_pin_until[index] = now + soft_pin_ttl_ns_;
   SetReplicas(s, index, {ref});
   objects_.fetch_add(1);
   return absl::OkStatus();

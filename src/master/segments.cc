@@ -36,6 +36,9 @@ absl::StatusOr<MountResult> MasterService::Impl::MountSegment(const ClientId& cl
     return MakeError(ErrorCode::kInvalidParams, "segment smaller than the allocation alignment");
   }
   const int64_t now = NowNs();
+  // A mount waits for an unmount under way: the objects of a segment of the same name must be
+  // gone before the new mount's owner reports what it holds.
+  yuebing::MutexLock unmounting(&unmount_mu_);
   yuebing::MutexLock topo(&topo_mu_);
   auto client_it = clients_.find(client);
   if (client_it == clients_.end()) {
@@ -57,14 +60,19 @@ absl::StatusOr<MountResult> MasterService::Impl::MountSegment(const ClientId& cl
         return MountResult{old.epoch, restoring && old.restoring.load()};
       }
       YB_LOG_INFO("segment {} re-mounted with a new range: dropping the old mount", segment.name);
-      UnmountLocked({named->second}, {}, now);
+      const std::vector<uint32_t> slots{named->second};
+      BeginUnmount(slots, {}, now);
+      SweepUnmountLocked(slots, now);
+      FinishUnmount(slots);
     } else if (OwnerAlive(old, now)) {
       return MakeError(ErrorCode::kSegmentAlreadyExists,
                        absl::StrCat("segment ", segment.name, " is mounted by a live client"));
     } else {
       // Its owner missed its pings: expire it now (as Tick would), then take the name.
       YB_LOG_INFO("segment {} taken over by client {}", segment.name, client);
-      ExpireLocked({old.client_id}, now);
+      const std::vector<uint32_t> slots = BeginExpiry({old.client_id}, now);
+      SweepUnmountLocked(slots, now);
+      FinishUnmount(slots);
     }
   }
   if (segment_by_name_.size() >= kMaxSegments) {
@@ -90,15 +98,21 @@ absl::StatusOr<MountResult> MasterService::Impl::MountSegment(const ClientId& cl
 
 absl::Status MasterService::Impl::UnmountSegment(const ClientId& client, const std::string& name) {
   const int64_t now = NowNs();
-  yuebing::MutexLock topo(&topo_mu_);
-  auto named = segment_by_name_.find(name);
-  if (named == segment_by_name_.end()) {
-    return MakeError(ErrorCode::kSegmentNotFound, "no such segment");
+  yuebing::MutexLock unmounting(&unmount_mu_);
+  std::vector<uint32_t> slots;
+  {
+    yuebing::MutexLock topo(&topo_mu_);
+    auto named = segment_by_name_.find(name);
+    if (named == segment_by_name_.end()) {
+      return MakeError(ErrorCode::kSegmentNotFound, "no such segment");
+    }
+    if (segments_[named->second]->client_id != client) {
+      return MakeError(ErrorCode::kIllegalClient, "segment is owned by another client");
+    }
+    slots.push_back(named->second);
+    BeginUnmount(slots, {}, now);
   }
-  if (segments_[named->second]->client_id != client) {
-    return MakeError(ErrorCode::kIllegalClient, "segment is owned by another client");
-  }
-  UnmountLocked({named->second}, {}, now);
+  SweepAndFinishUnmount(slots, now);
   return absl::OkStatus();
 }
 
@@ -139,31 +153,39 @@ void MasterService::Impl::ExpireClients(int64_t now) {
       return;
     }
   }
-  yuebing::MutexLock topo(&topo_mu_);
-  std::vector<ClientId> ids;
-  for (const auto& [id, info] : clients_) {
-    if (expired(info)) ids.push_back(id);
+  yuebing::MutexLock unmounting(&unmount_mu_);
+  std::vector<uint32_t> slots;
+  {
+    yuebing::MutexLock topo(&topo_mu_);
+    std::vector<ClientId> ids;
+    for (const auto& [id, info] : clients_) {
+      if (expired(info)) ids.push_back(id);
+    }
+    slots = BeginExpiry(ids, now);
   }
-  ExpireLocked(ids, now);
+  SweepAndFinishUnmount(slots, now);
 }
 
-void MasterService::Impl::ExpireLocked(const std::vector<ClientId>& ids, int64_t now) {
-  if (ids.empty()) return;
+std::vector<uint32_t> MasterService::Impl::BeginExpiry(const std::vector<ClientId>& ids,
+                                                       int64_t now) {
+  if (ids.empty()) return {};
   absl::flat_hash_set<uint64_t> serials;
   for (const ClientId& id : ids) serials.insert(clients_.at(id).serial);
   std::vector<uint32_t> slots;
   for (uint32_t slot = 0; slot < segments_.size(); ++slot) {
-    if (segments_[slot] != nullptr && serials.contains(segments_[slot]->owner->serial)) {
+    const SegmentState* seg = segments_[slot].get();
+    if (seg != nullptr && !seg->dying && serials.contains(seg->owner->serial)) {
       slots.push_back(slot);
     }
   }
-  UnmountLocked(slots, serials, now);
+  BeginUnmount(slots, serials, now);
   DropDiskTiers(serials);
   for (uint64_t serial : serials) journal_.Forget(serial);
   for (const ClientId& id : ids) {
     YB_LOG_WARN("client {} missed pings for longer than client_ttl: dropped", id);
     clients_.erase(id);
   }
+  return slots;
 }
 
 void MasterService::Impl::DropSegmentReplicas(Shard& s, uint32_t index, int64_t now) {
@@ -195,45 +217,102 @@ void MasterService::Impl::DropSegmentReplicas(Shard& s, uint32_t index, int64_t 
   }
 }
 
-void MasterService::Impl::UnmountLocked(const std::vector<uint32_t>& slots,
-                                        const absl::flat_hash_set<uint64_t>& writers, int64_t now) {
-  for (uint32_t slot : slots) segments_[slot]->dying = true;
-  for (const std::unique_ptr<Shard>& shard : shards_) {
-    Shard& s = *shard;
-    yuebing::MutexLock lock(&s.mu);
-    if (!slots.empty()) {
-      for (uint32_t i = 0; i < s.table.index_limit(); ++i) {
-        if (s.table.at(i).flags & kEntryUsed) DropSegmentReplicas(s, i, now);
-      }
-    }
-    if (writers.empty()) continue;
-    std::vector<uint32_t> puts;
-    for (const auto& [i, announced] : s.in_progress) {
-      if (writers.contains(s.table.at(i).aux)) puts.push_back(i);
-    }
-    for (uint32_t i : puts) DropObject(s, i, now, Unfinished::kHoldUntilRelease);
-    puts.clear();
-    for (const auto& [i, pending] : s.pending) {
-      if (writers.contains(pending.writer)) puts.push_back(i);
-    }
-    for (uint32_t i : puts) CancelPending(s, i, now, Unfinished::kHoldUntilRelease);
-  }
-  {
-    yuebing::MutexLock lock(&retired_mu_);
-    auto gone = [&](const RetiredRange& r) { return segments_[r.segment]->dying; };
-    retired_.erase(std::remove_if(retired_.begin(), retired_.end(), gone), retired_.end());
-    std::make_heap(retired_.begin(), retired_.end(), HeapLater);
-  }
+void MasterService::Impl::BeginUnmount(const std::vector<uint32_t>& slots,
+                                       const absl::flat_hash_set<uint64_t>& writers, int64_t now) {
   for (uint32_t slot : slots) {
     SegmentState& seg = *segments_[slot];
+    seg.dying = true;
+    seg.owner = nullptr;  // an expired owner is forgotten before the sweep ends
     {
       yuebing::MutexLock lock(&seg.mu);
       used_bytes_.fetch_sub(seg.alloc.used_bytes());
       capacity_bytes_.fetch_sub(seg.capacity);
     }
+    segment_by_name_.erase(seg.segment.name);
+  }
+  if (!writers.empty()) {
+    for (const std::unique_ptr<Shard>& shard : shards_) {
+      Shard& s = *shard;
+      yuebing::MutexLock lock(&s.mu);
+      std::vector<uint32_t> puts;
+      for (const auto& [i, announced] : s.in_progress) {
+        if (writers.contains(s.table.at(i).aux)) puts.push_back(i);
+      }
+      for (uint32_t i : puts) DropObject(s, i, now, Unfinished::kHoldUntilRelease);
+      puts.clear();
+      for (const auto& [i, pending] : s.pending) {
+        if (writers.contains(pending.writer)) puts.push_back(i);
+      }
+      for (uint32_t i : puts) CancelPending(s, i, now, Unfinished::kHoldUntilRelease);
+    }
+  }
+  if (!slots.empty()) {
+    yuebing::MutexLock lock(&retired_mu_);
+    auto gone = [&](const RetiredRange& r) { return segments_[r.segment]->dying; };
+    retired_.erase(std::remove_if(retired_.begin(), retired_.end(), gone), retired_.end());
+    std::make_heap(retired_.begin(), retired_.end(), HeapLater);
+  }
+}
+
+bool MasterService::Impl::SweepChunk(Shard& s, const std::vector<uint32_t>& slots, int64_t now,
+                                     bool first) {
+  yuebing::MutexLock lock(&s.mu);
+  if (first && !s.pending.empty()) {
+    // Upserts started before the unmount whose new replicas are on a dying segment.
+    std::vector<uint32_t> cancel;
+    for (const auto& [i, pending] : s.pending) {
+      if (std::any_of(pending.replicas.begin(), pending.replicas.end(),
+                      [&](const ReplicaRef& ref) { return segments_[ref.segment]->dying; })) {
+        cancel.push_back(i);
+      }
+    }
+    for (uint32_t i : cancel) CancelPending(s, i, now, Unfinished::kHoldUntilRelease);
+  }
+  size_t done = 0;
+  for (uint32_t slot : slots) {
+    // Each entry visited loses its replicas on dying segments (or goes), leaving their lists.
+    for (uint32_t i : s.members.Some(s.table, slot, kUnmountChunk - done)) {
+      DropSegmentReplicas(s, i, now);
+      ++done;
+    }
+    if (done >= kUnmountChunk) return true;
+  }
+  return false;
+}
+
+void MasterService::Impl::SweepUnmountLocked(const std::vector<uint32_t>& slots, int64_t now) {
+  if (slots.empty()) return;
+  for (const std::unique_ptr<Shard>& shard : shards_) {
+    for (bool first = true; SweepChunk(*shard, slots, now, first); first = false) {
+    }
+  }
+}
+
+void MasterService::Impl::SweepAndFinishUnmount(const std::vector<uint32_t>& slots, int64_t now) {
+  if (slots.empty()) return;
+  // One chunk per shard in turn, taking topo_mu_ (shared) per chunk: a put waiting for a shard's
+  // lock gets it before the sweep comes back to that shard (absl::Mutex is not fair: a loop on
+  // one shard would take its lock again before a woken waiter runs), and a writer waiting for
+  // topo_mu_ (a new client's ping) holds up puts and reads for one chunk at most.
+  std::vector<Shard*> left;
+  for (const std::unique_ptr<Shard>& shard : shards_) left.push_back(shard.get());
+  for (bool first = true; !left.empty(); first = false) {
+    size_t kept = 0;
+    for (Shard* s : left) {
+      yuebing::ReaderMutexLock topo(&topo_mu_);
+      if (SweepChunk(*s, slots, now, first)) left[kept++] = s;
+    }
+    left.resize(kept);
+  }
+  yuebing::MutexLock topo(&topo_mu_);
+  FinishUnmount(slots);
+}
+
+void MasterService::Impl::FinishUnmount(const std::vector<uint32_t>& slots) {
+  for (uint32_t slot : slots) {
+    const SegmentState& seg = *segments_[slot];
     YB_LOG_INFO("unmounted segment {} (epoch {}) of client {}", seg.segment.name, seg.epoch,
                 seg.client_id);
-    segment_by_name_.erase(seg.segment.name);
     segments_[slot].reset();
   }
 }
@@ -329,7 +408,7 @@ MasterStats MasterService::Impl::Stats() {
   stats.disk_objects = disk_objects_.load();
   stats.spilled_objects = spilled_objects_.load();
   for (const std::unique_ptr<SegmentState>& seg : segments_) {
-    if (seg == nullptr) continue;
+    if (seg == nullptr || seg->dying) continue;
     SegmentUsage usage;
     usage.segment = seg->segment;
     usage.client_id = seg->client_id;

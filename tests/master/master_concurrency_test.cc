@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -29,13 +30,33 @@ constexpr int kKeys = 300;
 constexpr uint64_t kSegmentBytes = 256 << 10;
 constexpr uint64_t kBase = 0x7f0000000000ull;
 
+// Segment i is named "127.0.0.1:<17000 + i>" and based at kBase * (i + 1); its memory is never
+// reused, so that a read of a segment being unmounted still finds the bytes it was written with.
 struct SharedMemory {
+  explicit SharedMemory(size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      segments.push_back(std::make_unique<uint8_t[]>(kSegmentBytes));
+    }
+  }
   std::vector<std::unique_ptr<uint8_t[]>> segments;
+  static std::string Name(size_t i) { return absl::StrCat("127.0.0.1:", 17000 + i); }
+  static uint64_t Base(size_t i) { return kBase * (i + 1); }
   uint8_t* At(const Replica& r) {
-    const size_t index = static_cast<size_t>(r.segment_name.back() - '0');
-    return segments[index].get() + (r.address - kBase * (index + 1));
+    const size_t index = std::stoul(r.segment_name.substr(r.segment_name.rfind(':') + 1)) - 17000;
+    return segments.at(index).get() + (r.address - Base(index));
   }
 };
+
+// Segment i for worker i ("client-<i>").
+void MountWorkerSegments(MasterService& master) {
+  for (size_t i = 0; i < kThreads; ++i) {
+    ASSERT_TRUE(
+        master
+            .MountSegment(absl::StrCat("client-", i),
+                          Segment{SharedMemory::Name(i), SharedMemory::Base(i), kSegmentBytes})
+            .ok());
+  }
+}
 
 struct Totals {
   std::atomic<uint64_t> puts{0}, reads{0}, wrong{0}, misses{0}, refused{0};
@@ -87,16 +108,8 @@ TEST(MasterConcurrencyTest, ConcurrentClientsNeverSeeOverwrittenBytes) {
   MasterOptions options;
   options.num_shards = 8;
   MasterService master(options);
-  SharedMemory memory;
-  for (int i = 0; i < kThreads; ++i) {
-    memory.segments.push_back(std::make_unique<uint8_t[]>(kSegmentBytes));
-    const std::string name = absl::StrCat("127.0.0.1:1700", i);
-    ASSERT_TRUE(
-        master
-            .MountSegment(absl::StrCat("client-", i),
-                          Segment{name, kBase * static_cast<uint64_t>(i + 1), kSegmentBytes})
-            .ok());
-  }
+  SharedMemory memory(kThreads);
+  MountWorkerSegments(master);
   Totals totals;
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) threads.emplace_back(Worker, &master, &memory, i, &totals);
@@ -115,6 +128,49 @@ TEST(MasterConcurrencyTest, ConcurrentClientsNeverSeeOverwrittenBytes) {
   EXPECT_GT(master.Stats().evicted_objects, 0u) << "segments were meant to overflow";
   const MasterStats stats = master.Stats();
   EXPECT_LE(stats.used_bytes, stats.capacity_bytes);
+}
+
+// Segments of an extra client come and go while the workers put and read: an unmount sweeps its
+// segment's objects beside them, a mount waits for it. Reads never see wrong bytes, and once
+// every unmount is over no object keeps a replica on an unmounted segment.
+TEST(MasterConcurrencyTest, UnmountsBesideClientsLeaveNoReplicaBehind) {
+  InitLogging();
+  spdlog::set_level(spdlog::level::warn);
+  constexpr size_t kMounts = 24;
+  MasterOptions options;
+  options.num_shards = 8;
+  MasterService master(options);
+  SharedMemory memory(kThreads + kMounts);
+  MountWorkerSegments(master);
+  Totals totals;
+  std::atomic<bool> unmount_failed{false};
+  std::thread mounter([&] {
+    for (size_t i = kThreads; i < kThreads + kMounts; ++i) {
+      const Segment segment{SharedMemory::Name(i), SharedMemory::Base(i), kSegmentBytes};
+      if (!master.MountSegment("mounter", segment).ok()) unmount_failed = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (!master.UnmountSegment("mounter", segment.name).ok()) unmount_failed = true;
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) threads.emplace_back(Worker, &master, &memory, i, &totals);
+  for (std::thread& t : threads) t.join();
+  mounter.join();
+
+  EXPECT_FALSE(unmount_failed.load());
+  EXPECT_EQ(totals.wrong.load(), 0u);
+  EXPECT_GT(totals.puts.load(), 0u);
+  const MasterStats stats = master.Stats();
+  EXPECT_EQ(stats.segments.size(), static_cast<size_t>(kThreads));
+  EXPECT_LE(stats.used_bytes, stats.capacity_bytes);
+  for (int k = 0; k < kKeys; ++k) {
+    auto location = master.GetReplicaList(absl::StrCat("k", k));
+    if (!location.ok()) continue;
+    for (const Replica& r : location->replicas) {
+      EXPECT_LT(std::stoul(r.segment_name.substr(r.segment_name.rfind(':') + 1)), 17000u + kThreads)
+          << "k" << k << " kept a replica on unmounted " << r.segment_name;
+    }
+  }
 }
 
 }  // namespace

@@ -179,6 +179,43 @@ TEST_F(MasterServiceTest, UnmountChecksOwnerAndDropsObjects) {
   EXPECT_EQ(Code(master_->UnmountSegment("c1", "seg1")), ErrorCode::kSegmentNotFound);
 }
 
+TEST_F(MasterServiceTest, UnmountDropsOnlyTheReplicasOnTheSegment) {
+  Mount("c1", "seg1", 1 << 20, 0x100000);
+  Mount("c2", "seg2", 1 << 20, 0x400000);
+  Mount("c3", "seg3", 1 << 20, 0x700000);
+  ASSERT_TRUE(Put("c2", "second-on-1", kBlock, On("seg2", 2)).ok());
+  ASSERT_TRUE(Put("c1", "first-on-1", kBlock, On("seg1", 3)).ok());
+  ASSERT_TRUE(Put("c3", "elsewhere", kBlock, On("seg3")).ok());
+  ASSERT_TRUE(Put("c1", "old", kBlock, On("seg3")).ok());
+  // An upsert of "old" writing to seg1 when seg1 goes: cancelled, the old value stays.
+  ASSERT_TRUE(master_->UpsertStart("c1", "old", 2 * kBlock, On("seg1")).ok());
+  ASSERT_EQ(ReplicasOf("second-on-1").size(), 2u);
+  ASSERT_EQ(ReplicasOf("first-on-1").size(), 3u);
+  ASSERT_TRUE(master_->UnmountSegment("c1", "seg1").ok());
+  for (const std::string key : {"second-on-1", "first-on-1"}) {
+    for (const Replica& r : ReplicasOf(key)) EXPECT_NE(r.segment_name, "seg1") << key;
+  }
+  EXPECT_EQ(ReplicasOf("second-on-1").size(), 1u);
+  EXPECT_EQ(ReplicasOf("first-on-1").size(), 2u);
+  EXPECT_EQ(ReplicasOf("elsewhere").size(), 1u);
+  ASSERT_EQ(ReplicasOf("old").size(), 1u);
+  EXPECT_EQ(ReplicasOf("old")[0].size, kBlock);
+  EXPECT_EQ(Code(master_->PutEnd("c1", "old", 2)), ErrorCode::kObjectNotFound);
+  EXPECT_EQ(Objects(), 4u);
+  EXPECT_EQ(Used(), (1 + 2 + 1 + 1) * kBlock);
+  // The other segments unmount as cleanly: each object goes with its last replica.
+  ASSERT_TRUE(master_->UnmountSegment("c2", "seg2").ok());
+  EXPECT_FALSE(master_->Exist("second-on-1"));
+  EXPECT_EQ(ReplicasOf("first-on-1").size(), 1u);
+  ASSERT_TRUE(master_->UnmountSegment("c3", "seg3").ok());
+  EXPECT_EQ(Objects(), 0u);
+  EXPECT_EQ(Used(), 0u);
+  // The freed slots are reused by new mounts.
+  Mount("c1", "seg1", 1 << 20, 0x100000);
+  ASSERT_TRUE(Put("c1", "new", kBlock, On("seg1")).ok());
+  EXPECT_EQ(ReplicasOf("new")[0].segment_name, "seg1");
+}
+
 TEST_F(MasterServiceTest, PingOfUnknownClientAsksForRemount) {
   EXPECT_EQ(master_->Ping("x"), ClientState::kNeedRemount);
   EXPECT_EQ(master_->Ping("x"), ClientState::kOk);
