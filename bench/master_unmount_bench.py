@@ -87,12 +87,16 @@ def client_b(master, stop, results):
         results.put(("error", f"client B: {e}"))
 
 
+def quantile(latencies, q):
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def summary(latencies):
     if not latencies:
         return "n=0"
-    s = sorted(latencies)
-    pick = lambda q: s[min(len(s) - 1, int(q * len(s)))] * 1e6
-    return f"n={len(s):<7} p50 {pick(0.5):8.1f} us  p99 {pick(0.99):8.1f} us  max {s[-1] * 1e6:9.1f} us"
+    return (f"n={len(latencies):<7} p50 {quantile(latencies, 0.5) * 1e6:8.1f} us  "
+            f"p99 {quantile(latencies, 0.99) * 1e6:8.1f} us  max {max(latencies) * 1e6:9.1f} us")
 
 
 def main():
@@ -159,8 +163,7 @@ def run(master, objects, master_proc):
     print(f"B put latency, 1 s before:  {summary(before)}")
     print(f"B put latency, during close: {summary(during)}")
     if before and during:
-        p99 = lambda xs: sorted(xs)[min(len(xs) - 1, int(0.99 * len(xs)))]
-        print(f"p99 during / before: {p99(during) / p99(before):.2f}")
+        print(f"p99 during / before: {quantile(during, 0.99) / quantile(before, 0.99):.2f}")
     # Nothing of A is left (sampled), through a fresh client.
     check = new_store(master, 16 << 20)
     left = sum(check.is_exist(f"a-{i}") == 1 for i in range(0, objects, max(1, objects // 1000)))
