@@ -17,6 +17,13 @@ int Code(const absl::Status& status) {
   return static_cast<int>(code);
 }
 
+std::vector<int> Codes(const std::vector<absl::Status>& statuses) {
+  std::vector<int> out;
+  out.reserve(statuses.size());
+  for (const absl::Status& status : statuses) out.push_back(Code(status));
+  return out;
+}
+
 ByteView::ByteView(py::handle object) {
   if (PyObject_GetBuffer(object.ptr(), &buffer_, PyBUF_SIMPLE) != 0) {
     PyErr_Clear();

@@ -24,6 +24,8 @@ inline constexpr int kInvalidParams = static_cast<int>(ErrorCode::kInvalidParams
 // 0 for OK, otherwise the Mooncake numeric code carried by (or derived from) the status. Errors
 // other than a miss are logged at debug level (YUEBING_LOG_LEVEL=debug shows why a call failed).
 int Code(const absl::Status& status);
+// Code of each status, in order.
+std::vector<int> Codes(const std::vector<absl::Status>& statuses);
 
 // A read-only, C-contiguous view of a Python object supporting the buffer protocol (bytes,
 // bytearray, memoryview, numpy arrays, ...). Throws pybind11::type_error (TypeError in Python) for

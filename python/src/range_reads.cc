@@ -107,33 +107,32 @@ RangeResults ReadRanges(store::Client* client, const RegisteredRegions& regions,
   return results;
 }
 
-std::vector<int64_t> ReadSessionRanges(store::Client& client, const std::vector<std::string>& keys,
-                                       const std::vector<std::vector<uintptr_t>>& ptrs,
-                                       const std::vector<std::vector<uint64_t>>& sizes,
-                                       const std::vector<std::vector<uint64_t>>& src_offsets) {
+std::vector<int64_t> SessionRanges(const SessionTransfer& transfer,
+                                   const std::vector<std::string>& keys,
+                                   const std::vector<std::vector<uintptr_t>>& ptrs,
+                                   const std::vector<std::vector<uint64_t>>& sizes,
+                                   const std::vector<std::vector<uint64_t>>& offsets) {
   std::vector<int64_t> out(keys.size(), kInvalidParams);
-  if (ptrs.size() != keys.size() || sizes.size() != keys.size() ||
-      src_offsets.size() != keys.size()) {
+  if (ptrs.size() != keys.size() || sizes.size() != keys.size() || offsets.size() != keys.size()) {
     return out;
   }
   std::vector<size_t> rows;  // keys whose lists agree, in call order
   std::vector<std::string> read_keys;
   std::vector<std::vector<store::Client::Range>> ranges;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (ptrs[i].size() != sizes[i].size() || src_offsets[i].size() != sizes[i].size()) continue;
+    if (ptrs[i].size() != sizes[i].size() || offsets[i].size() != sizes[i].size()) continue;
     std::vector<store::Client::Range> key_ranges;
     for (size_t j = 0; j < sizes[i].size(); ++j) {
-      key_ranges.push_back(
-          store::Client::Range{AddressOf(ptrs[i][j]), src_offsets[i][j], sizes[i][j]});
+      key_ranges.push_back(store::Client::Range{AddressOf(ptrs[i][j]), offsets[i][j], sizes[i][j]});
     }
     rows.push_back(i);
     read_keys.push_back(keys[i]);
     ranges.push_back(std::move(key_ranges));
   }
   if (read_keys.empty()) return out;
-  const std::vector<absl::StatusOr<uint64_t>> read = client.ReadSessionRanges(read_keys, ranges);
+  const std::vector<absl::StatusOr<uint64_t>> moved = transfer(read_keys, ranges);
   for (size_t r = 0; r < rows.size(); ++r) {
-    out[rows[r]] = read[r].ok() ? static_cast<int64_t>(*read[r]) : Code(read[r].status());
+    out[rows[r]] = moved[r].ok() ? static_cast<int64_t>(*moved[r]) : Code(moved[r].status());
   }
   return out;
 }

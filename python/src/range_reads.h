@@ -7,14 +7,17 @@
 // memory fails alone (-600). Destinations must lie in memory registered with register_buffer:
 // that memory's end bounds each fragment, so no offset can write past it.
 //
-// Also the key-major batch_get_into_multi_buffer_ranges(keys, all_buffer_ptrs, all_sizes,
-// all_src_offsets), which reads keys that have read sessions (batch_get_session_start): per key
-// the sum of its sizes, or one error for the whole key.
+// Also the key-major session transfers batch_get_into_multi_buffer_ranges(keys, all_buffer_ptrs,
+// all_sizes, all_src_offsets), which reads keys that have read sessions
+// (batch_get_session_start), and batch_put_from_multi_buffer_ranges(keys, all_buffer_ptrs,
+// all_sizes, all_dst_offsets), which writes keys that have put sessions
+// (batch_put_session_start): per key the sum of its sizes, or one error for the whole key.
 //
 // Thread safety: RegisteredRegions is thread-safe; the reads hold no lock while they read.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -48,12 +51,17 @@ RangeResults ReadRanges(store::Client* client, const RegisteredRegions& regions,
                         const std::vector<std::vector<std::vector<uint64_t>>>& all_src_offsets,
                         const std::vector<std::vector<std::vector<uint64_t>>>& all_sizes);
 
-// batch_get_into_multi_buffer_ranges through `client`: sizes[i][j] bytes at object offset
-// src_offsets[i][j] of keys[i] to address ptrs[i][j] (any memory, as the other multi-buffer
-// reads). Lists that do not match fail their key (or every key) with -600.
-std::vector<int64_t> ReadSessionRanges(store::Client& client, const std::vector<std::string>& keys,
-                                       const std::vector<std::vector<uintptr_t>>& ptrs,
-                                       const std::vector<std::vector<uint64_t>>& sizes,
-                                       const std::vector<std::vector<uint64_t>>& src_offsets);
+// A session transfer of the client: Client::ReadSessionRanges or Client::WritePutSessionRanges.
+using SessionTransfer = std::function<std::vector<absl::StatusOr<uint64_t>>(
+    const std::vector<std::string>&, const std::vector<std::vector<store::Client::Range>>&)>;
+
+// The multi-buffer session transfers through `transfer`: sizes[i][j] bytes between object offset
+// offsets[i][j] of keys[i] and address ptrs[i][j] (any memory, as the other multi-buffer calls).
+// Lists that do not match fail their key (or every key) with -600.
+std::vector<int64_t> SessionRanges(const SessionTransfer& transfer,
+                                   const std::vector<std::string>& keys,
+                                   const std::vector<std::vector<uintptr_t>>& ptrs,
+                                   const std::vector<std::vector<uint64_t>>& sizes,
+                                   const std::vector<std::vector<uint64_t>>& offsets);
 
 }  // namespace yuebing::python

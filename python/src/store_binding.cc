@@ -497,12 +497,8 @@ class DistributedStore {
       return std::vector<int>(keys.size(), kInvalidParams);
     }
     if (keys.empty()) return {};
-    auto removed =
-        Released(std::move(client), [&](Client& c) { return c.BatchRemove(keys, force); });
-    std::vector<int> out;
-    out.reserve(removed.size());
-    for (const absl::Status& s : removed) out.push_back(Code(s));
-    return out;
+    return Codes(
+        Released(std::move(client), [&](Client& c) { return c.BatchRemove(keys, force); }));
   }
 
   // --- memory ---
@@ -541,12 +537,7 @@ class DistributedStore {
       return std::vector<int>(keys.size(), kInvalidParams);
     }
     if (keys.empty()) return {};
-    std::vector<absl::Status> started =
-        Released(std::move(client), [&](Client& c) { return c.StartReadSessions(keys); });
-    std::vector<int> out;
-    out.reserve(started.size());
-    for (const absl::Status& status : started) out.push_back(Code(status));
-    return out;
+    return Codes(Released(std::move(client), [&](Client& c) { return c.StartReadSessions(keys); }));
   }
 
   // batch_get_into_multi_buffer_ranges (range_reads.h).
@@ -560,7 +551,8 @@ class DistributedStore {
       return std::vector<int64_t>(keys.size(), kInvalidParams);
     }
     return Released(std::move(client), [&](Client& c) {
-      return ReadSessionRanges(c, keys, ptrs, sizes, src_offsets);
+      return SessionRanges([&c](const auto& k, const auto& r) { return c.ReadSessionRanges(k, r); },
+                           keys, ptrs, sizes, src_offsets);
     });
   }
 
@@ -573,6 +565,53 @@ class DistributedStore {
       return 0;
     });
     return 0;
+  }
+
+  // --- put sessions (Client::StartPutSessions) ---
+
+  std::vector<int> BatchPutSessionStart(const std::vector<std::string>& keys,
+                                        const std::vector<uint64_t>& sizes,
+                                        const ReplicateConfig& rc) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_put_session_start");
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    if (keys.empty()) return {};
+    absl::StatusOr<master::ReplicateConfig> config = ToMaster(rc, *client);
+    if (!config.ok()) return std::vector<int>(keys.size(), Code(config.status()));
+    return Codes(Released(std::move(client),
+                          [&](Client& c) { return c.StartPutSessions(keys, sizes, *config); }));
+  }
+
+  // batch_put_from_multi_buffer_ranges (range_reads.h).
+  std::vector<int64_t> BatchPutFromMultiBufferRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<uintptr_t>>& ptrs,
+      const std::vector<std::vector<uint64_t>>& sizes,
+      const std::vector<std::vector<uint64_t>>& dst_offsets) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_put_from_multi_buffer_ranges");
+      return std::vector<int64_t>(keys.size(), kInvalidParams);
+    }
+    return Released(std::move(client), [&](Client& c) {
+      return SessionRanges(
+          [&c](const auto& k, const auto& r) { return c.WritePutSessionRanges(k, r); }, keys, ptrs,
+          sizes, dst_offsets);
+    });
+  }
+
+  // batch_put_session_end (end = true) and batch_put_session_revoke.
+  std::vector<int> FinishPutSessions(const std::vector<std::string>& keys, bool end) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady(end ? "batch_put_session_end" : "batch_put_session_revoke");
+      return std::vector<int>(keys.size(), kInvalidParams);
+    }
+    if (keys.empty()) return {};
+    return Codes(Released(std::move(client), [&](Client& c) {
+      return end ? c.EndPutSessions(keys) : c.RevokePutSessions(keys);
+    }));
   }
 
   // get_into_ranges (range_reads.h): every fragment -600 before setup().
@@ -625,13 +664,9 @@ class DistributedStore {
     if (keys.empty()) return {};
     absl::StatusOr<master::ReplicateConfig> config = ToMaster(rc, *client);
     if (!config.ok()) return std::vector<int>(keys.size(), Code(config.status()));
-    std::vector<absl::Status> results = Released(std::move(client), [&](Client& c) {
+    return Codes(Released(std::move(client), [&](Client& c) {
       return c.BatchPutParts(keys, parts, *config, upsert);
-    });
-    std::vector<int> out;
-    out.reserve(results.size());
-    for (const absl::Status& s : results) out.push_back(Code(s));
-    return out;
+    }));
   }
 
   std::vector<int64_t> BatchRead(const std::vector<std::string>& keys,
@@ -875,6 +910,27 @@ void BindStore(py::module_& m) {
            "Reads byte ranges of keys with read sessions: per key the bytes read or an error.")
       .def("batch_get_session_end", &S::BatchGetSessionEnd, py::arg("keys"),
            "Ends the keys' read sessions and releases their leases; 0.")
+      .def("batch_put_session_start", &S::BatchPutSessionStart, py::arg("keys"), py::arg("sizes"),
+           py::arg("config") = kDefault,
+           "Reserves the objects (full sizes) for batch_put_from_multi_buffer_ranges: 0 per key, "
+           "or its error.")
+      .def("batch_put_from_multi_buffer_ranges", &S::BatchPutFromMultiBufferRanges, py::arg("keys"),
+           py::arg("all_buffer_ptrs"), py::arg("all_sizes"), py::arg("all_dst_offsets"),
+           "Writes byte ranges of keys with put sessions: per key the bytes written or an error.")
+      .def(
+          "batch_put_session_end",
+          [](S& self, const std::vector<std::string>& keys) {
+            return self.FinishPutSessions(keys, true);
+          },
+          py::arg("keys"),
+          "Makes the objects readable once their ranges cover every byte: 0 per key, or its "
+          "error (-600 when not covered: the session stays).")
+      .def(
+          "batch_put_session_revoke",
+          [](S& self, const std::vector<std::string>& keys) {
+            return self.FinishPutSessions(keys, false);
+          },
+          py::arg("keys"), "Abandons the puts and frees their space: 0 per key, or its error.")
       .def("get_into_ranges", &S::GetIntoRanges, py::arg("buffer_ptrs"), py::arg("all_keys"),
            py::arg("all_dst_offsets"), py::arg("all_src_offsets"), py::arg("all_sizes"),
            "Reads byte ranges of objects into registered buffers (Mooncake's get_into_ranges): "

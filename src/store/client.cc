@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "store/client_internal.h"
 #include "store/client_security.h"
+#include "store/engine_port.h"
 #include "store/master_client.h"
 #include "store/object_client.h"
 #include "store/segment_host.h"
@@ -106,6 +107,22 @@ class ClientImpl final : public Client {
       const std::vector<std::vector<Range>>& ranges) override {
     return objects_->ReadSessionRanges(keys, ranges);
   }
+  std::vector<absl::Status> StartPutSessions(const std::vector<std::string>& keys,
+                                             const std::vector<uint64_t>& sizes,
+                                             const master::ReplicateConfig& config) override {
+    return objects_->StartPutSessions(keys, sizes, config);
+  }
+  std::vector<absl::StatusOr<uint64_t>> WritePutSessionRanges(
+      const std::vector<std::string>& keys,
+      const std::vector<std::vector<Range>>& ranges) override {
+    return objects_->WritePutSessionRanges(keys, ranges);
+  }
+  std::vector<absl::Status> EndPutSessions(const std::vector<std::string>& keys) override {
+    return objects_->EndPutSessions(keys);
+  }
+  std::vector<absl::Status> RevokePutSessions(const std::vector<std::string>& keys) override {
+    return objects_->RevokePutSessions(keys);
+  }
   void EndReadSessions(const std::vector<std::string>& keys) override {
     objects_->EndReadSessions(keys);
   }
@@ -153,7 +170,7 @@ absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
   options.request_timeout = config_.transfer_timeout;
   // Opening a peer's segment is part of moving data: bounded by the same deadline.
   options.connect_timeout = std::min(options.connect_timeout, config_.transfer_timeout);
-  auto engine = transport::TransferEngine::Create(options);
+  auto engine = CreateEngineOnClientPort(options, EnginePortRangeFromEnvironment());
   if (!engine.ok()) {
     return MakeError(ToErrorCode(engine.status()) == ErrorCode::kObjectNotFound
                          ? ErrorCode::kInvalidParams

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "store/fault_point.h"
+#include "store/request_checks.h"
 #include "yuebing/common/checksum.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/host_port.h"
@@ -55,14 +56,6 @@ uint64_t BytesOf(const Plan& plan) {
 std::string HostOf(const std::string& segment_name) {
   absl::StatusOr<HostPort> parsed = ParseHostPort(segment_name, 0);
   return parsed.ok() ? parsed->host : segment_name;
-}
-
-absl::Status ValidateKey(const std::string& key) {
-  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
-    return MakeError(ErrorCode::kInvalidParams,
-                     absl::StrCat("key must be 1..", limits::kMaxKeyBytes, " bytes"));
-  }
-  return absl::OkStatus();
 }
 
 // Calls `call` with the valid keys only (one master call for the batch) and scatters its per-key
@@ -171,15 +164,8 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
     const std::vector<std::string>& keys, const std::vector<std::vector<absl::string_view>>& parts,
     const master::ReplicateConfig& config, bool upsert) {
   std::vector<absl::Status> results(keys.size());
-  if (keys.size() != parts.size()) {
-    std::fill(results.begin(), results.end(),
-              MakeError(ErrorCode::kInvalidParams, "keys and values differ in length"));
-    return results;
-  }
-  if (config.replica_num == 0 || config.replica_num > limits::kMaxReplicas) {
-    std::fill(results.begin(), results.end(),
-              MakeError(ErrorCode::kInvalidParams,
-                        absl::StrCat("replica_num must be 1..", limits::kMaxReplicas)));
+  if (absl::Status bad = CheckBatchPut(keys.size(), parts.size(), config.replica_num); !bad.ok()) {
+    std::fill(results.begin(), results.end(), bad);
     return results;
   }
   // Valid keys go to the master; the rest keep their error.
@@ -578,22 +564,6 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetInto(
   const Lookup lookup = LookUp(keys);
   return ReadObjects(keys, WholeObjects(keys, parts, lookup), lookup);
 }
-
-namespace {
-
-// Whether `range` lies inside an object of `size` bytes (a zero-length one may sit at its end)
-// and has somewhere to go (a zero-length one needs nowhere). Written so that no sum can wrap.
-absl::Status CheckRange(const Client::Range& range, uint64_t size, const std::string& key) {
-  const bool has_destination = range.data != nullptr || range.size == 0;
-  if (has_destination && range.size <= size && range.offset <= size - range.size) {
-    return absl::OkStatus();
-  }
-  return MakeError(ErrorCode::kInvalidParams,
-                   absl::StrCat("range [", range.offset, ", +", range.size, ") of '", key, "' (",
-                                size, " bytes) is out of bounds or has no destination"));
-}
-
-}  // namespace
 
 ObjectClient::ReadPlan ObjectClient::PlanRanges(const std::string& key,
                                                 const std::vector<Client::Range>& ranges,

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -52,6 +53,14 @@ class ObjectClient {
   std::vector<absl::StatusOr<uint64_t>> ReadSessionRanges(
       const std::vector<std::string>& keys, const std::vector<std::vector<Client::Range>>& ranges);
   void EndReadSessions(const std::vector<std::string>& keys);
+  // Put sessions (put_sessions.cc).
+  std::vector<absl::Status> StartPutSessions(const std::vector<std::string>& keys,
+                                             const std::vector<uint64_t>& sizes,
+                                             const master::ReplicateConfig& config);
+  std::vector<absl::StatusOr<uint64_t>> WritePutSessionRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Client::Range>>& ranges);
+  std::vector<absl::Status> EndPutSessions(const std::vector<std::string>& keys);
+  std::vector<absl::Status> RevokePutSessions(const std::vector<std::string>& keys);
   std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys);
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force);
   absl::StatusOr<uint64_t> GetSize(const std::string& key);
@@ -144,6 +153,27 @@ class ObjectClient {
   yuebing::Mutex sessions_mu_;
   absl::flat_hash_map<std::string, ReadSession> sessions_ ABSL_GUARDED_BY(sessions_mu_);
   size_t prune_sessions_at_ ABSL_GUARDED_BY(sessions_mu_) = 4096;
+
+  // Put sessions (Client::StartPutSessions), by key.
+  struct PutSession {
+    std::vector<Replica> replicas;
+    uint64_t size = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> written;  // [begin, end) ranges, merged, sorted
+    uint32_t writing = 0;                                // WritePutSessionRanges calls under way
+    bool sealed = false;  // an end or a revoke is under way: no new writes
+    std::chrono::steady_clock::time_point started;
+  };
+  // Writes to a session older than this are refused (kLeaseExpired): the master may reclaim
+  // the space of an unfinished put after its put_start_release_timeout (10 min by default),
+  // and bytes written there afterwards could land in another object.
+  static constexpr std::chrono::minutes kPutSessionWriteWindow{5};
+  // Seals the sessions of `keys` (`statuses` gets kInvalidParams where there is none) and waits
+  // until no write to them is under way. Returns the keys sealed.
+  std::vector<size_t> SealPutSessions(const std::vector<std::string>& keys,
+                                      std::vector<absl::Status>* statuses)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(put_sessions_mu_);
+  yuebing::Mutex put_sessions_mu_;
+  absl::flat_hash_map<std::string, PutSession> put_sessions_ ABSL_GUARDED_BY(put_sessions_mu_);
 
   yuebing::Mutex segments_mu_;
   absl::flat_hash_map<std::string, OpenedSegment> segments_ ABSL_GUARDED_BY(segments_mu_);

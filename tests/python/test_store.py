@@ -31,12 +31,65 @@ def test_setup_identity_health_and_close(cluster):
     assert store.setup("127.0.0.1", "P2PHANDSHAKE", 16 << 20, 16 << 20, "tcp", "",
                        cluster.master_address) == 0
     host, port = store.get_hostname().rsplit(":", 1)
-    assert host == "127.0.0.1" and int(port) > 0
+    # No port given: one is picked in 12300..14300, as upstream's store client picks it.
+    assert host == "127.0.0.1" and 12300 <= int(port) <= 14300
     assert store.health_check() == 0
     assert store.close() == 0
     assert store.health_check() == 1
     assert store.get_hostname() == ""
     assert store.close() == 0  # idempotent
+
+
+def test_port_range_comes_from_the_environment_and_a_full_range_falls_back(cluster, monkeypatch):
+    import socket
+
+    # Two free ports next to each other inside upstream's range, the one below held by us.
+    for low in range(13900, 14200, 2):
+        held = socket.socket()
+        try:
+            held.bind(("127.0.0.1", low))
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", low + 1))
+            break
+        except OSError:
+            held.close()
+    else:
+        pytest.skip("no two free ports found in 13900..14200")
+    held.listen()
+    monkeypatch.setenv("MC_STORE_CLIENT_MIN_PORT", str(low))
+    monkeypatch.setenv("MC_STORE_CLIENT_MAX_PORT", str(low + 1))
+    monkeypatch.setenv("MC_STORE_CLIENT_SETUP_RETRIES", "50")
+    stores = []
+    try:
+        # The held port is taken: the first store gets the other one.
+        stores.append(new_store(cluster.master_address))
+        assert stores[0].get_hostname() == f"127.0.0.1:{low + 1}"
+        # Both taken: where upstream fails the setup, the kernel picks a port.
+        stores.append(new_store(cluster.master_address))
+        port = int(stores[1].get_hostname().rsplit(":", 1)[1])
+        assert port not in (low, low + 1)
+        assert stores[1].put("port-fallback", b"1") == 0
+        assert stores[0].get("port-fallback") == b"1"
+        # A range that is not one is ignored (the default range applies).
+        monkeypatch.setenv("MC_STORE_CLIENT_MIN_PORT", "70000")
+        stores.append(new_store(cluster.master_address))
+        assert 12300 <= int(stores[2].get_hostname().rsplit(":", 1)[1]) <= 14300
+        # A port given with the host is used as it is.
+        explicit = free_port_outside_range()
+        stores.append(new_store(cluster.master_address, local_hostname=f"127.0.0.1:{explicit}"))
+        assert stores[3].get_hostname() == f"127.0.0.1:{explicit}"
+    finally:
+        for s in stores:
+            s.close()
+        held.close()
+
+
+def free_port_outside_range() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))  # the kernel's ephemeral range starts above 14300
+        return s.getsockname()[1]
 
 
 def test_setup_twice_is_refused_and_close_allows_a_new_setup(cluster):

@@ -34,7 +34,9 @@
 namespace yuebing::store {
 
 struct ClientConfig {
-  std::string local_hostname = "127.0.0.1";  // host (and optional port) of the transfer engine
+  // Host (and optional port) of the transfer engine; without a port, one is picked in
+  // 12300..14300 as upstream does (src/store/engine_port.h).
+  std::string local_hostname = "127.0.0.1";
   std::string metadata_server = "P2PHANDSHAKE";
   uint64_t global_segment_size = 0;          // bytes contributed to the cluster (0: none)
   uint64_t local_buffer_size = 16ull << 20;  // accepted for compatibility; reads need no staging
@@ -153,6 +155,33 @@ class Client {
       const std::vector<std::string>& keys, const std::vector<std::vector<Range>>& ranges) = 0;
   // Ends the sessions of `keys` (unknown keys are ignored) and releases their leases.
   virtual void EndReadSessions(const std::vector<std::string>& keys) = 0;
+
+  // --- put sessions (Mooncake's batch_put_session_start / _end / _revoke) ---
+  // Starts a put of each key with its full size and no bytes yet: space is reserved and the
+  // object stays invisible until EndPutSessions. Per key: OK, kInvalidParams (bad key, size 0,
+  // or the key already has a put session of this client), or the master's error
+  // (kObjectAlreadyExists: the key exists; nothing will be written).
+  virtual std::vector<absl::Status> StartPutSessions(const std::vector<std::string>& keys,
+                                                     const std::vector<uint64_t>& sizes,
+                                                     const master::ReplicateConfig& config) = 0;
+  // Writes byte ranges of keys that have put sessions to every replica: Range::data is the
+  // source, Range::offset where it goes in the object. Per key, all or nothing: the bytes written
+  // (the sum of its ranges), kInvalidParams (no session, one being ended, a range past the
+  // object's end or without source), kLeaseExpired (the session is older than its write window,
+  // ObjectClient::kPutSessionWriteWindow, 5 min: revoke it), or a transfer error (the ranges may
+  // be written again).
+  virtual std::vector<absl::StatusOr<uint64_t>> WritePutSessionRanges(
+      const std::vector<std::string>& keys, const std::vector<std::vector<Range>>& ranges) = 0;
+  // Makes the objects readable, after the writes under way, once the ranges written cover every
+  // byte of the object: otherwise kInvalidParams and the session stays open (to be written
+  // further or revoked), so an object never shows bytes nobody wrote. The object carries no
+  // checksum (its bytes were never whole in this client). Per key: OK, kInvalidParams (no
+  // session, not covered), or the master's error (the session stays for a retry or a revoke,
+  // unless the master no longer has the put: then it is gone).
+  virtual std::vector<absl::Status> EndPutSessions(const std::vector<std::string>& keys) = 0;
+  // Abandons the puts after the writes under way; their space is freed. Per key: OK,
+  // kInvalidParams (no session), or the master's error (the session stays for a retry).
+  virtual std::vector<absl::Status> RevokePutSessions(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,
                                                 bool force = false) = 0;
