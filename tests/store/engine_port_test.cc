@@ -26,18 +26,18 @@ TEST(EnginePortRangeTest, DefaultsAreUpstreamsRange) {
 }
 
 TEST(EnginePortRangeTest, TheEnvironmentSetsTheRangeAndTheTries) {
-  const EnginePortRange range = EnginePortRangeFromEnvironment(
-      Env({{"MC_STORE_CLIENT_MIN_PORT", "20000"},
-           {"MC_STORE_CLIENT_MAX_PORT", "20000"},
-           {"MC_STORE_CLIENT_SETUP_RETRIES", "3"}}));
+  const EnginePortRange range =
+      EnginePortRangeFromEnvironment(Env({{"MC_STORE_CLIENT_MIN_PORT", "20000"},
+                                          {"MC_STORE_CLIENT_MAX_PORT", "20000"},
+                                          {"MC_STORE_CLIENT_SETUP_RETRIES", "3"}}));
   EXPECT_EQ(range.min_port, 20000);
   EXPECT_EQ(range.max_port, 20000);
   EXPECT_EQ(range.attempts, 3);
 }
 
 TEST(EnginePortRangeTest, ARangeThatIsNotOneGivesTheDefaults) {
-  for (const auto& [min, max] : std::map<std::string, std::string>{
-           {"0", "100"}, {"30000", "20000"}, {"1000", "70000"}}) {
+  for (const auto& [min, max] :
+       std::map<std::string, std::string>{{"0", "100"}, {"30000", "20000"}, {"1000", "70000"}}) {
     const EnginePortRange range = EnginePortRangeFromEnvironment(
         Env({{"MC_STORE_CLIENT_MIN_PORT", min}, {"MC_STORE_CLIENT_MAX_PORT", max}}));
     EXPECT_EQ(range.min_port, 12300) << min << ".." << max;
