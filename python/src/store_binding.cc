@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "binding_util.h"
 #include "range_reads.h"
+#include "replica_binding.h"
 #include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
@@ -54,6 +55,21 @@ constexpr int kMasterUnreachable = 2;
 
 enum class SoftPinAction { kPreserve = 0, kEnable = 1, kDisable = 2 };
 
+// Upstream's tag of what an object holds (values as upstream's). Upstream records it and never
+// acts on it or returns it; yuebing accepts it and does not record it.
+enum class ObjectDataType : uint8_t {
+  kUnknown = 0,
+  kKvCache = 1,
+  kTensor = 2,
+  kWeight = 3,
+  kSample = 4,
+  kActivation = 5,
+  kGradient = 6,
+  kOptimizerState = 7,
+  kMetadata = 8,
+  kGeneral = 9
+};
+
 // Python-side replication settings. Fields are plain and unvalidated so that assigning a bad
 // value never raises (except soft_pin_ttl_ms, which takes None or 0..2^64-1 as upstream's does);
 // the value is checked when used (INVALID_PARAMS).
@@ -68,6 +84,14 @@ struct ReplicateConfig {
   std::string preferred_segment;
   std::vector<std::string> preferred_segments;
   bool prefer_alloc_in_same_node = false;
+  // Replicas on NVMe-oF segments and on shared file storage: yuebing has neither tier, so a
+  // count above 0 is refused (INVALID_PARAMS) rather than silently written to memory.
+  int64_t nof_replica_num = 0;
+  int64_t dfs_replica_num = 0;
+  std::vector<std::string> preferred_nof_segments;  // only with nof_replica_num
+  ObjectDataType data_type = ObjectDataType::kUnknown;
+  // Upstream's routing groups of the keys; accepted, not used.
+  std::optional<std::vector<std::string>> group_ids;
 };
 
 std::string Describe(const ReplicateConfig& c) {
@@ -76,13 +100,19 @@ std::string Describe(const ReplicateConfig& c) {
       ", with_soft_pin=", c.with_soft_pin ? "True" : "False",
       ", with_hard_pin=", c.with_hard_pin ? "True" : "False", ", preferred_segment='",
       c.preferred_segment, "'",
-      ", prefer_alloc_in_same_node=", c.prefer_alloc_in_same_node ? "True" : "False", ")");
+      ", prefer_alloc_in_same_node=", c.prefer_alloc_in_same_node ? "True" : "False",
+      ", data_type=", static_cast<int>(c.data_type), ")");
 }
 
 absl::StatusOr<master::ReplicateConfig> ToMaster(const ReplicateConfig& c, const Client& client) {
   if (c.replica_num < 1 || c.replica_num > int64_t{limits::kMaxReplicas}) {
     return MakeError(ErrorCode::kInvalidParams,
                      absl::StrCat("replica_num must be 1..", limits::kMaxReplicas));
+  }
+  if (c.nof_replica_num != 0 || c.dfs_replica_num != 0) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     "nof_replica_num and dfs_replica_num must be 0: yuebing has no NVMe-oF or "
+                     "shared-file tier");
   }
   if (c.soft_pin_ttl_ms.has_value() && c.soft_pin_action != SoftPinAction::kEnable) {
     return MakeError(ErrorCode::kInvalidParams,
@@ -196,7 +226,16 @@ class DistributedStore {
     }
     yuebing::MutexLock lock(&mu_);
     client_ = std::shared_ptr<Client>(std::move(client).value());
+    local_buffer_size_ = config->local_buffer_size;
     return 0;
+  }
+
+  // The local_buffer_size given to setup(); None before setup() and after close() (BufferPool
+  // sizes its default budget from it).
+  std::optional<uint64_t> LocalBufferSize() {
+    yuebing::MutexLock lock(&mu_);
+    if (client_ == nullptr) return std::nullopt;
+    return local_buffer_size_;
   }
 
   int SetupFromDict(const py::dict& dict) {
@@ -501,6 +540,54 @@ class DistributedStore {
         Released(std::move(client), [&](Client& c) { return c.BatchRemove(keys, force); }));
   }
 
+  // --- replicas ---
+  // get_replica_desc: [] for a miss, an error, or a store not set up (as upstream).
+  std::vector<ReplicaDescriptor> GetReplicaDesc(const std::string& key) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("get_replica_desc");
+      return {};
+    }
+    auto found =
+        Released(std::move(client), [&](Client& c) { return c.BatchQueryReplicas({key}); });
+    return found[0].ok() ? DescribeReplicas(*found[0]) : std::vector<ReplicaDescriptor>{};
+  }
+
+  // batch_get_replica_desc: keys found only (a miss or an error leaves its key out).
+  std::map<std::string, std::vector<ReplicaDescriptor>> BatchGetReplicaDesc(
+      const std::vector<std::string>& keys) {
+    std::map<std::string, std::vector<ReplicaDescriptor>> out;
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_get_replica_desc");
+      return out;
+    }
+    if (keys.empty()) return out;
+    auto found = Released(std::move(client), [&](Client& c) { return c.BatchQueryReplicas(keys); });
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (found[i].ok()) out[keys[i]] = DescribeReplicas(*found[i]);
+    }
+    return out;
+  }
+
+  // batch_replica_clear: the keys whose replicas were dropped, in order.
+  std::vector<std::string> BatchReplicaClear(const std::vector<std::string>& keys,
+                                             const std::string& segment_name) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) {
+      WarnNotReady("batch_replica_clear");
+      return {};
+    }
+    if (keys.empty()) return {};
+    std::vector<absl::Status> cleared = Released(
+        std::move(client), [&](Client& c) { return c.BatchReplicaClear(keys, segment_name); });
+    std::vector<std::string> out;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (cleared[i].ok()) out.push_back(keys[i]);
+    }
+    return out;
+  }
+
   // --- memory ---
 
   // Mooncake reports every registration failure (overlap, unknown address) as INVALID_PARAMS.
@@ -689,6 +776,7 @@ class DistributedStore {
   yuebing::Mutex lifecycle_mu_;  // serializes setup() and close(); never taken with the GIL held
   yuebing::Mutex mu_;            // guards client_; held only for pointer copies
   std::shared_ptr<Client> client_ ABSL_GUARDED_BY(mu_);
+  uint64_t local_buffer_size_ ABSL_GUARDED_BY(mu_) = 0;
   RegisteredRegions registered_;  // what register_buffer registered (bounds get_into_ranges)
 };
 
@@ -733,10 +821,23 @@ class HostMemAllocator {
 }  // namespace
 
 void BindStore(py::module_& m) {
+  BindReplicaTypes(m);
   py::enum_<SoftPinAction>(m, "SoftPinAction")
       .value("PRESERVE", SoftPinAction::kPreserve)
       .value("ENABLE", SoftPinAction::kEnable)
       .value("DISABLE", SoftPinAction::kDisable);
+
+  py::enum_<ObjectDataType>(m, "ObjectDataType")
+      .value("UNKNOWN", ObjectDataType::kUnknown)
+      .value("KVCACHE", ObjectDataType::kKvCache)
+      .value("TENSOR", ObjectDataType::kTensor)
+      .value("WEIGHT", ObjectDataType::kWeight)
+      .value("SAMPLE", ObjectDataType::kSample)
+      .value("ACTIVATION", ObjectDataType::kActivation)
+      .value("GRADIENT", ObjectDataType::kGradient)
+      .value("OPTIMIZER_STATE", ObjectDataType::kOptimizerState)
+      .value("METADATA", ObjectDataType::kMetadata)
+      .value("GENERAL", ObjectDataType::kGeneral);
 
   py::class_<ReplicateConfig>(m, "ReplicateConfig",
                               "Replication settings of a write (Mooncake's ReplicateConfig).")
@@ -749,6 +850,11 @@ void BindStore(py::module_& m) {
       .def_readwrite("preferred_segment", &ReplicateConfig::preferred_segment)
       .def_readwrite("preferred_segments", &ReplicateConfig::preferred_segments)
       .def_readwrite("prefer_alloc_in_same_node", &ReplicateConfig::prefer_alloc_in_same_node)
+      .def_readwrite("nof_replica_num", &ReplicateConfig::nof_replica_num)
+      .def_readwrite("dfs_replica_num", &ReplicateConfig::dfs_replica_num)
+      .def_readwrite("preferred_nof_segments", &ReplicateConfig::preferred_nof_segments)
+      .def_readwrite("data_type", &ReplicateConfig::data_type)
+      .def_readwrite("group_ids", &ReplicateConfig::group_ids)
       .def("__str__", &Describe)
       .def("__repr__", &Describe);
 
@@ -817,6 +923,7 @@ void BindStore(py::module_& m) {
       .def("health_check", &S::HealthCheck,
            "0 healthy, 1 not set up or closed, 2 master unreachable.")
       .def("get_hostname", &S::Hostname)
+      .def("_local_buffer_size", &S::LocalBufferSize)
       .def("stats", &S::Stats, "yuebing extension: client counters (hits, misses, ...).")
       // writes
       .def(
@@ -954,6 +1061,15 @@ void BindStore(py::module_& m) {
       .def("remove_by_regex", &S::RemoveByRegex, py::arg("regex_pattern"), py::arg("force") = false)
       .def("remove_all", &S::RemoveAll, py::arg("force") = false)
       .def("batch_remove", &S::BatchRemove, py::arg("keys"), py::arg("force") = false)
+      // replicas
+      .def("get_replica_desc", &S::GetReplicaDesc, py::arg("key"),
+           "Descriptors of the key's replicas; [] when it is missing.")
+      .def("batch_get_replica_desc", &S::BatchGetReplicaDesc, py::arg("keys"),
+           "{key: descriptors} for the keys found.")
+      .def("batch_replica_clear", &S::BatchReplicaClear, py::arg("keys"),
+           py::arg("segment_name") = "",
+           "Drops the replicas (all, or those on segment_name) of objects nobody is reading; "
+           "returns the keys cleared.")
       // memory
       .def("register_buffer", &S::RegisterBuffer, py::arg("buffer_ptr"), py::arg("size"))
       .def("unregister_buffer", &S::UnregisterBuffer, py::arg("buffer_ptr"));

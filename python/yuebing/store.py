@@ -25,17 +25,39 @@ import importlib.util
 from yuebing import _tensor
 from yuebing._yuebing import (  # noqa: F401  (re-exports)
     BufferHandle,
+    Descriptor,
+    DiskDescriptor,
+    MemoryDescriptor,
     MooncakeHostMemAllocator,
+    ObjectDataType,
+    ReplicaDescriptor,
+    ReplicaStatus,
     ReplicateConfig,
     SoftPinAction,
 )
 from yuebing._yuebing import MooncakeDistributedStore as _NativeStore
+from yuebing.buffer_pool import (  # noqa: F401  (re-exports)
+    BufferLease,
+    BufferPool,
+    RegisteredBufferLease,
+    RegisteredBufferPool,
+)
 from yuebing.config import MooncakeConfig
 
 __all__ = [
     "MooncakeDistributedStore",
     "ReplicateConfig",
     "SoftPinAction",
+    "ObjectDataType",
+    "ReplicaStatus",
+    "ReplicaDescriptor",
+    "MemoryDescriptor",
+    "DiskDescriptor",
+    "Descriptor",
+    "BufferPool",
+    "BufferLease",
+    "RegisteredBufferPool",
+    "RegisteredBufferLease",
     "BufferHandle",
     "MooncakeHostMemAllocator",
     "MooncakeConfig",
@@ -63,6 +85,13 @@ class MooncakeDistributedStore(_NativeStore):
         is malformed; otherwise returns setup()'s code.
         """
         return self.setup_from_config(MooncakeConfig.load_from_env())
+
+    def init_all(self, protocol: str, device_name: str, mount_segment_size: int) -> int:
+        """Upstream's legacy one-call setup, with its fixed addresses: engine "localhost:12345",
+        etcd metadata at 127.0.0.1:2379, master 127.0.0.1:50051, a segment of
+        `mount_segment_size` bytes. Returns setup()'s code (-600 on a store already set up)."""
+        return self.setup("localhost:12345", "127.0.0.1:2379", mount_segment_size, 1 << 30,
+                          protocol, device_name, "127.0.0.1:50051")
 
     def __enter__(self) -> "MooncakeDistributedStore":
         return self

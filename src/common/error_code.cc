@@ -18,18 +18,21 @@ absl::StatusCode CanonicalCode(ErrorCode code) {
     case ErrorCode::kObjectNotFound:
     case ErrorCode::kSegmentNotFound:
     case ErrorCode::kClientNotFound:
+    case ErrorCode::kTaskNotFound:
       return absl::StatusCode::kNotFound;
     case ErrorCode::kObjectAlreadyExists:
     case ErrorCode::kSegmentAlreadyExists:
       return absl::StatusCode::kAlreadyExists;
     case ErrorCode::kNoAvailableHandle:
     case ErrorCode::kBufferOverflow:
+    case ErrorCode::kTaskPendingLimitExceeded:
       return absl::StatusCode::kResourceExhausted;
     case ErrorCode::kInvalidParams:
     case ErrorCode::kInvalidKey:
     case ErrorCode::kInvalidVersion:
       return absl::StatusCode::kInvalidArgument;
     case ErrorCode::kObjectHasLease:
+    case ErrorCode::kObjectHasReplicationTask:
     case ErrorCode::kReplicaIsNotReady:
     case ErrorCode::kIllegalClient:
     case ErrorCode::kUnavailableInCurrentStatus:
@@ -89,6 +92,12 @@ const char* ErrorCodeName(ErrorCode code) {
       return "OBJECT_HAS_LEASE";
     case ErrorCode::kLeaseExpired:
       return "LEASE_EXPIRED";
+    case ErrorCode::kObjectHasReplicationTask:
+      return "OBJECT_HAS_REPLICATION_TASK";
+    case ErrorCode::kTaskNotFound:
+      return "TASK_NOT_FOUND";
+    case ErrorCode::kTaskPendingLimitExceeded:
+      return "TASK_PENDING_LIMIT_EXCEEDED";
     case ErrorCode::kTransferFail:
       return "TRANSFER_FAIL";
     case ErrorCode::kRpcFail:

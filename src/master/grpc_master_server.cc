@@ -87,6 +87,7 @@ bool ChangesManifests(RpcOp op) {
   switch (op) {
     case RpcOp::kBatchPutEnd:  // commits without an announced checksum, drops of replaced ones
     case RpcOp::kBatchRemove:
+    case RpcOp::kBatchReplicaClear:
     case RpcOp::kRemoveByRegex:
     case RpcOp::kRemoveAll:
     case RpcOp::kSyncDiskTier:  // spilled objects leave memory
@@ -244,6 +245,17 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
       ApplyReleases(request->released_leases());
       return StatusesReply(service_->BatchRemove(Keys(request->keys()), request->force()), reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* BatchReplicaClear(grpc::CallbackServerContext* context,
+                                              const rpc::BatchKeysRequest* request,
+                                              rpc::BatchStatusReply* reply) override {
+    return Serve(context, RpcOp::kBatchReplicaClear, reply, [&]() -> Outcome {
+      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
+      ApplyReleases(request->released_leases());
+      return StatusesReply(
+          service_->BatchReplicaClear(Keys(request->keys()), request->segment_name()), reply);
     });
   }
 

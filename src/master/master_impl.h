@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,9 +74,12 @@ inline constexpr size_t kMaxJournalEntriesPerClient = size_t{1} << 20;
 struct ReplicaRef {
   uint32_t segment;
   uint64_t offset;
+  friend bool operator==(const ReplicaRef&, const ReplicaRef&) = default;
 };
 
 // A replacing put (UpsertStart) in progress on a complete object.
+// Also a replica copy or move in progress (ReplicaCopyStart): `replicas` are then the new
+// replicas only, added to the object's at the end (and, for a move, `source` dropped).
 struct PendingPut {
   uint64_t writer = 0;
   int64_t start_ns = 0;
@@ -83,6 +87,8 @@ struct PendingPut {
   uint8_t pins = 0;        // kEntrySoftPin | kEntryHardPin
   uint64_t announced = 0;  // checksum announced by the UpsertStart (0: none)
   std::vector<ReplicaRef> replicas;
+  bool copy = false;
+  std::optional<ReplicaRef> move_source;  // a move: the replica dropped at the end
 };
 
 // An object held only by a store's disk tier.
@@ -226,6 +232,16 @@ class MasterService::Impl {
   absl::Status Remove(const std::string& key, bool force);
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
   uint64_t RemoveAll(bool force);
+  // replica_copy.cc (see MasterService::ReplicaCopyStart)
+  absl::StatusOr<CopyPlan> ReplicaCopyStart(const ClientId& client, const std::string& key,
+                                            const std::string& source,
+                                            const std::vector<std::string>& targets, bool move)
+      ABSL_LOCKS_EXCLUDED(topo_mu_);
+  absl::Status ReplicaCopyEnd(const ClientId& client, const std::string& key, bool revoke)
+      ABSL_LOCKS_EXCLUDED(topo_mu_);
+  // replica_clear.cc (see MasterService::BatchReplicaClear)
+  absl::Status ReplicaClear(const std::string& key, const std::string& segment_name)
+      ABSL_LOCKS_EXCLUDED(topo_mu_);
   void Tick();
   // Takes topo_mu_ itself; for batch forms that defer the check to the end.
   void MaybeEvictAboveWatermark() ABSL_LOCKS_EXCLUDED(topo_mu_);
@@ -312,6 +328,9 @@ class MasterService::Impl {
                                            absl::string_view preferred, int64_t now)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   void FreeRange(uint32_t segment, uint64_t offset, uint64_t length)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // `length` bytes on segment `slot` (open to new objects), or nullopt when it has no room.
+  std::optional<ReplicaRef> AllocateOn(uint32_t slot, uint64_t length, int64_t now)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // Frees now if free_at_ns <= now, else queues the range until then.
   void Retire(const ReplicaRef& ref, uint64_t length, int64_t free_at_ns, int64_t now)

@@ -12,7 +12,7 @@ constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {
     "MountSegment",   "UnmountSegment",      "Ping",         "BatchPutStart", "BatchPutEnd",
     "BatchPutRevoke", "BatchGetReplicaList", "BatchExist",   "BatchRemove",   "GetSize",
     "RemoveByRegex",  "RemoveAll",           "SyncDiskTier", "ReleaseLeases", "PullJournal",
-    "RestoreObjects"};
+    "RestoreObjects", "BatchReplicaClear"};
 
 constexpr const char* kPrefix = "yuebing_master_";
 

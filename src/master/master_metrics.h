@@ -34,8 +34,9 @@ enum class RpcOp : int {
   kReleaseLeases,
   kPullJournal,
   kRestoreObjects,
+  kBatchReplicaClear,
 };
-inline constexpr size_t kRpcOpCount = 16;
+inline constexpr size_t kRpcOpCount = 17;
 
 // The RPC's name in master.proto, e.g. "BatchPutStart".
 const char* RpcOpName(RpcOp op);

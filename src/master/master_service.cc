@@ -256,7 +256,7 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
   if (existing != kNone) {
     s.table.at(existing).flags |= kEntryPendingUpsert;
     s.pending[existing] =
-        PendingPut{serial, now, size, PinFlags(config), checksum, std::move(refs)};
+        PendingPut{serial, now, size, PinFlags(config), checksum, std::move(refs), false, {}};
     return replicas;
   }
   const uint32_t index = s.table.Insert(key);
@@ -348,6 +348,9 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     auto it = s.pending.find(index);
     if (it == s.pending.end() || serial == 0 || it->second.writer != serial) {
       return MakeError(ErrorCode::kIllegalClient, "the key is replaced by another client");
+    }
+    if (it->second.copy) {
+      return MakeError(ErrorCode::kObjectHasReplicationTask, "a copy of the key is under way");
     }
     PendingPut done = std::move(it->second);
     s.pending.erase(it);

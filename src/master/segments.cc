@@ -370,6 +370,18 @@ std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, u
   return refs;
 }
 
+std::optional<ReplicaRef> MasterService::Impl::AllocateOn(uint32_t slot, uint64_t length,
+                                                          int64_t now) {
+  SegmentState& seg = *segments_[slot];
+  if (seg.dying || seg.restoring.load() || !OwnerAlive(seg, now)) return std::nullopt;
+  yuebing::MutexLock lock(&seg.mu);
+  const std::optional<uint64_t> offset = seg.alloc.Allocate(length);
+  if (!offset.has_value()) return std::nullopt;
+  seg.free_bytes.store(seg.alloc.free_bytes());
+  used_bytes_.fetch_add(length);
+  return ReplicaRef{slot, *offset};
+}
+
 void MasterService::Impl::FreeRange(uint32_t segment, uint64_t offset, uint64_t length) {
   SegmentState* seg = segment < segments_.size() ? segments_[segment].get() : nullptr;
   if (seg == nullptr || seg->dying) return;

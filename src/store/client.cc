@@ -132,6 +132,14 @@ class ClientImpl final : public Client {
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override {
     return objects_->BatchRemove(keys, force);
   }
+  std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
+      const std::vector<std::string>& keys) override {
+    return objects_->BatchQueryReplicas(keys);
+  }
+  std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
+                                              const std::string& segment_name) override {
+    return objects_->BatchReplicaClear(keys, segment_name);
+  }
 
   absl::Status RegisterBuffer(void* data, uint64_t size) override {
     return engine_->RegisterLocalMemory(data, size);

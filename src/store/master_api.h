@@ -76,6 +76,9 @@ class MasterApi {
   virtual absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,
                                                 bool force) = 0;
+  // See MasterService::BatchReplicaClear.
+  virtual std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
+                                                      const std::string& segment_name) = 0;
   virtual absl::StatusOr<uint64_t> GetSize(const std::string& key) = 0;
   virtual absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) = 0;
   virtual absl::StatusOr<uint64_t> RemoveAll(bool force) = 0;

@@ -570,6 +570,17 @@ std::vector<absl::Status> MasterClient::BatchRemove(const std::vector<std::strin
   return StatusesFromReply(call, reply, keys.size());
 }
 
+std::vector<absl::Status> MasterClient::BatchReplicaClear(const std::vector<std::string>& keys,
+                                                          const std::string& segment_name) {
+  rpc::BatchKeysRequest request;
+  for (const std::string& key : keys) request.add_keys(key);
+  request.set_segment_name(segment_name);
+  AttachReleases(request.mutable_released_leases());
+  rpc::BatchStatusReply reply;
+  absl::Status call = YB_CALL(BatchReplicaClear, request, reply);
+  return StatusesFromReply(call, reply, keys.size());
+}
+
 absl::StatusOr<uint64_t> MasterClient::GetSize(const std::string& key) {
   rpc::GetSizeRequest request;
   request.set_key(key);

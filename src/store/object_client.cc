@@ -733,6 +733,30 @@ std::vector<absl::Status> ObjectClient::BatchRemove(const std::vector<std::strin
   });
 }
 
+std::vector<absl::StatusOr<ObjectLocation>> ObjectClient::BatchQueryReplicas(
+    const std::vector<std::string>& keys) {
+  return ForValidKeys<absl::StatusOr<ObjectLocation>>(
+      keys, [this](const std::vector<std::string>& valid) {
+        std::vector<absl::StatusOr<ObjectLocation>> locations = master_->BatchGetReplicaList(valid);
+        std::vector<uint64_t> leases;
+        for (absl::StatusOr<ObjectLocation>& location : locations) {
+          if (!location.ok()) continue;
+          if (location->lease_id != 0) leases.push_back(location->lease_id);
+          location->lease_id = 0;
+          location->lease_ttl = std::chrono::milliseconds(0);
+        }
+        if (!leases.empty()) master_->ReleaseLeases(std::move(leases));
+        return locations;
+      });
+}
+
+std::vector<absl::Status> ObjectClient::BatchReplicaClear(const std::vector<std::string>& keys,
+                                                          const std::string& segment_name) {
+  return ForValidKeys<absl::Status>(keys, [&](const std::vector<std::string>& valid) {
+    return master_->BatchReplicaClear(valid, segment_name);
+  });
+}
+
 ClientStats ObjectClient::Stats() const {
   ClientStats stats;
   stats.puts = puts_.load();

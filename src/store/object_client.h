@@ -63,6 +63,10 @@ class ObjectClient {
   std::vector<absl::Status> RevokePutSessions(const std::vector<std::string>& keys);
   std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys);
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force);
+  std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
+      const std::vector<std::string>& keys);
+  std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
+                                              const std::string& segment_name);
   absl::StatusOr<uint64_t> GetSize(const std::string& key);
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) {
     return master_->RemoveByRegex(pattern, force);

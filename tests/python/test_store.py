@@ -99,6 +99,7 @@ def test_setup_twice_is_refused_and_close_allows_a_new_setup(cluster):
     first = store.get_hostname()
     assert store.setup(*args) == INVALID_PARAMS
     assert store.get_hostname() == first  # the first client is untouched
+    assert store.init_all("tcp", "", 16 << 20) == INVALID_PARAMS  # upstream's legacy setup too
     assert store.close() == 0
     assert store.setup(*args) == 0
     assert store.put("again", b"1") == 0

@@ -261,6 +261,17 @@ std::vector<absl::Status> InProcessMasterApi::BatchRemove(const std::vector<std:
   return call.ok() ? results : Repeat<absl::Status>(keys.size(), call);
 }
 
+std::vector<absl::Status> InProcessMasterApi::BatchReplicaClear(
+    const std::vector<std::string>& keys, const std::string& segment_name) {
+  std::vector<absl::Status> results;
+  absl::Status call = Call("BatchReplicaClear", [&](master::MasterService& service) {
+    absl::Status check = master::CheckBatchSize(keys.size());
+    results = check.ok() ? service.BatchReplicaClear(keys, segment_name)
+                         : Repeat<absl::Status>(keys.size(), check);
+  });
+  return call.ok() ? results : Repeat<absl::Status>(keys.size(), call);
+}
+
 absl::StatusOr<uint64_t> InProcessMasterApi::GetSize(const std::string& key) {
   absl::StatusOr<uint64_t> size = uint64_t{0};
   absl::Status call =

@@ -104,6 +104,8 @@ class InProcessMasterApi final : public store::MasterApi {
   void ReleaseLeases(std::vector<uint64_t> lease_ids) override;
   absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) override;
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
+  std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
+                                              const std::string& segment_name) override;
   absl::StatusOr<uint64_t> GetSize(const std::string& key) override;
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override;
   absl::StatusOr<uint64_t> RemoveAll(bool force) override;

@@ -35,10 +35,13 @@ enum class ErrorCode : int32_t {
   kObjectAlreadyExists = -705,
   kObjectHasLease = -706,
   kLeaseExpired = -707,
+  kObjectHasReplicationTask = -708,  // a copy, move or replacing put of the object is under way
   kTransferFail = -800,
   kRpcFail = -900,
   kEtcdOperationError = -1000,
   kUnavailableInCurrentStatus = -1010,
+  kTaskNotFound = -1400,
+  kTaskPendingLimitExceeded = -1401,
 };
 
 // The Mooncake-style name, e.g. "OBJECT_NOT_FOUND".

@@ -167,6 +167,32 @@ class MasterService {
       const std::vector<std::string>& keys);
   std::vector<bool> BatchExist(const std::vector<std::string>& keys);
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force = false);
+  // Replica copy and move (Mooncake's copy/move tasks), run by the calling client in three
+  // steps: ReplicaCopyStart reserves a replica of the object on each target segment that has
+  // none (the object stays readable from its replicas; nothing else may replace, copy or move it
+  // until the end: kObjectHasReplicationTask); the client writes the object's bytes to the
+  // plan's targets; ReplicaCopyEnd adds them to the object or, with `revoke`, frees them. A move
+  // (`move`, one target) also drops the replica on `source` at the end, its space held until
+  // the leases of readers that may use it end. `source` empty: any replica (copy only).
+  // Errors: kInvalidParams (no targets, an unknown segment, a source holding no replica, a move
+  // to its source or to several targets), kObjectNotFound (no complete object in memory),
+  // kUnavailableInCurrentStatus (a target being unmounted or restored, or its owner gone),
+  // kNoAvailableHandle (a target without room), kObjectHasReplicationTask. A put, copy or move
+  // unfinished when its writer expires, or past put_start_release_timeout, is revoked.
+  absl::StatusOr<CopyPlan> ReplicaCopyStart(const ClientId& client, const std::string& key,
+                                            const std::string& source,
+                                            const std::vector<std::string>& targets, bool move);
+  // Errors: kObjectNotFound (no copy of the key under way: revoked, or the object removed),
+  // kIllegalClient (started by another client).
+  absl::Status ReplicaCopyEnd(const ClientId& client, const std::string& key, bool revoke);
+
+  // Drops the replicas of complete objects nobody is reading (Mooncake's batch_replica_clear):
+  // all of an object (memory replicas and disk tier) when `segment_name` is empty, else only its
+  // memory replicas on that segment (the object goes with its last one). Per key: OK (cleared),
+  // kObjectNotFound (no complete object, or none of its replicas on the segment), kObjectHasLease
+  // (a read, a replacing put or a spill to disk is in progress: nothing dropped), kInvalidParams.
+  std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
+                                              const std::string& segment_name);
 
   // --- disk tier ---
   // Exchanges disk-tier state with a store (registering `client` when new): records its

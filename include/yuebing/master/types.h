@@ -90,6 +90,14 @@ struct ObjectLocation {
   uint64_t lease_id = 0;
 };
 
+// What ReplicaCopyStart returns: where to write the object's bytes. `targets` empty: nothing to
+// write (every target holds a replica already; a move's source replica is already dropped).
+struct CopyPlan {
+  uint64_t size = 0;
+  uint64_t checksum = 0;  // as recorded at the object's PutEnd (0: none)
+  std::vector<Replica> targets;
+};
+
 enum class ClientState { kOk, kNeedRemount };
 
 // --- segment manifests: what survives a master restart or failover (docs/master.md) ---

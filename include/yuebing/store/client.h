@@ -185,6 +185,14 @@ class Client {
   virtual std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,
                                                 bool force = false) = 0;
+  // Where each object's replicas are (size, checksum, replicas), as a read would find them. The
+  // read lease the lookup takes is given back at once (lease_id and lease_ttl are 0). Per key:
+  // the location, kObjectNotFound, kInvalidParams (bad key) or the master's error.
+  virtual std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
+      const std::vector<std::string>& keys) = 0;
+  // Drops replicas of objects nobody is reading: see MasterService::BatchReplicaClear.
+  virtual std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
+                                                      const std::string& segment_name) = 0;
 
   // --- memory ---
   // Registers user memory with the transfer engine (for zero-copy use by peers; optional for

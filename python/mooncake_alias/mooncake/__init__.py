@@ -6,3 +6,8 @@ alongside the upstream Mooncake wheel: both provide a top-level ``mooncake`` pac
 """
 
 IMPLEMENTATION = "yuebing"
+
+# As upstream's package: the buffer pool at the top level.
+from mooncake.buffer_pool import BufferPool, RegisteredBufferPool  # noqa: E402
+
+__all__ = ["BufferPool", "RegisteredBufferPool", "IMPLEMENTATION"]
