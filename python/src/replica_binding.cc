@@ -1,7 +1,10 @@
 #include "replica_binding.h"
 
+#include <pybind11/stl.h>
+
 #include <stdexcept>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace yuebing::python {
@@ -24,7 +27,52 @@ std::vector<ReplicaDescriptor> DescribeReplicas(const master::ObjectLocation& lo
   return out;
 }
 
+store::TaskId ClientIdAsPair(const std::string& client_id) {
+  store::TaskId id;
+  if (client_id.size() != 32 || !absl::SimpleHexAtoi(client_id.substr(0, 16), &id.hi) ||
+      !absl::SimpleHexAtoi(client_id.substr(16), &id.lo)) {
+    return {};
+  }
+  return id;
+}
+
+namespace {
+
+std::string PairText(const store::TaskId& id) { return absl::StrCat(id.hi, "-", id.lo); }
+
+}  // namespace
+
 void BindReplicaTypes(py::module_& m) {
+  py::enum_<store::TaskType>(m, "TaskType")
+      .value("REPLICA_COPY", store::TaskType::kReplicaCopy)
+      .value("REPLICA_MOVE", store::TaskType::kReplicaMove);
+  py::enum_<store::TaskStatus>(m, "TaskStatus")
+      .value("PENDING", store::TaskStatus::kPending)
+      .value("PROCESSING", store::TaskStatus::kProcessing)
+      .value("SUCCESS", store::TaskStatus::kSuccess)
+      .value("FAILED", store::TaskStatus::kFailed);
+  auto pair = [](const store::TaskId& id) { return py::make_tuple(id.hi, id.lo); };
+  py::class_<QueryTaskResponse>(m, "QueryTaskResponse", "A copy or move task's state.")
+      .def(py::init<>())
+      .def_property_readonly("id", [pair](const QueryTaskResponse& r) { return pair(r.info.id); })
+      .def_property_readonly("type", [](const QueryTaskResponse& r) { return r.info.type; })
+      .def_property_readonly("status", [](const QueryTaskResponse& r) { return r.info.status; })
+      .def_property_readonly("created_at_ms_epoch",
+                             [](const QueryTaskResponse& r) { return r.info.created_at_ms; })
+      .def_property_readonly("last_updated_at_ms_epoch",
+                             [](const QueryTaskResponse& r) { return r.info.last_updated_at_ms; })
+      .def_property_readonly("assigned_client",
+                             [pair](const QueryTaskResponse& r) { return pair(r.assigned_client); })
+      .def_property_readonly("message", [](const QueryTaskResponse& r) { return r.info.message; })
+      .def("__repr__", [](const QueryTaskResponse& r) {
+        return absl::StrCat(
+            "QueryTaskResponse(id=", PairText(r.info.id), ", type=", static_cast<int>(r.info.type),
+            ", status=", static_cast<int>(r.info.status), ", created_at=", r.info.created_at_ms,
+            ", last_updated_at=", r.info.last_updated_at_ms,
+            ", assigned_client=", PairText(r.assigned_client), ", message=\"", r.info.message,
+            "\")");
+      });
+
   py::enum_<ReplicaStatus>(m, "ReplicaStatus")
       .value("UNDEFINED", ReplicaStatus::kUndefined)
       .value("INITIALIZED", ReplicaStatus::kInitialized)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "yuebing/master/types.h"
+#include "yuebing/store/replica_task.h"
 
 namespace yuebing::python {
 
@@ -48,6 +49,16 @@ struct ReplicaDescriptor {
   bool local_disk = false;
   MemoryDescriptor memory;  // valid unless local_disk
 };
+
+// query_task's answer (upstream's QueryTaskResponse). `assigned_client` is the client running
+// the task: the one that created it.
+struct QueryTaskResponse {
+  store::TaskInfo info;
+  store::TaskId assigned_client;
+};
+
+// A client id (32 hex digits) as upstream's pair of numbers; (0, 0) if it does not parse.
+store::TaskId ClientIdAsPair(const std::string& client_id);
 
 // The descriptors of an object's replicas, in the master's order.
 std::vector<ReplicaDescriptor> DescribeReplicas(const master::ObjectLocation& location);

@@ -123,10 +123,9 @@ absl::StatusOr<master::ReplicateConfig> ToMaster(const ReplicateConfig& c, const
   out.with_soft_pin = c.with_soft_pin || c.soft_pin_action == SoftPinAction::kEnable;
   out.with_hard_pin = c.with_hard_pin;
   out.preferred_segment = c.preferred_segment;
-  if (out.preferred_segment.empty() && !c.preferred_segments.empty()) {
-    out.preferred_segment = c.preferred_segments.front();
-  }
-  if (out.preferred_segment.empty() && c.prefer_alloc_in_same_node) {
+  out.preferred_segments = c.preferred_segments;
+  if (out.preferred_segment.empty() && out.preferred_segments.empty() &&
+      c.prefer_alloc_in_same_node) {
     out.preferred_segment = client.SegmentName();
   }
   return out;
@@ -570,6 +569,31 @@ class DistributedStore {
     return out;
   }
 
+  // --- copy and move tasks: (task id, 0) or ((0, 0), error); (response, 0) or (None, error) ---
+  py::tuple CreateCopyTask(const std::string& key, const std::vector<std::string>& targets) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return TaskResult(NotReady("create_copy_task"));
+    return TaskResult(
+        Released(std::move(client), [&](Client& c) { return c.CreateCopyTask(key, targets); }));
+  }
+  py::tuple CreateMoveTask(const std::string& key, const std::string& source,
+                           const std::string& target) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return TaskResult(NotReady("create_move_task"));
+    return TaskResult(Released(std::move(client),
+                               [&](Client& c) { return c.CreateMoveTask(key, source, target); }));
+  }
+  py::tuple QueryTask(const std::pair<uint64_t, uint64_t>& task_id) {
+    std::shared_ptr<Client> client = Acquire();
+    if (client == nullptr) return py::make_tuple(py::none(), NotReady("query_task"));
+    const std::string client_id = client->Id();
+    absl::StatusOr<store::TaskInfo> info = Released(std::move(client), [&](Client& c) {
+      return c.QueryTask(store::TaskId{task_id.first, task_id.second});
+    });
+    if (!info.ok()) return py::make_tuple(py::none(), Code(info.status()));
+    return py::make_tuple(QueryTaskResponse{*info, ClientIdAsPair(client_id)}, 0);
+  }
+
   // batch_replica_clear: the keys whose replicas were dropped, in order.
   std::vector<std::string> BatchReplicaClear(const std::vector<std::string>& keys,
                                              const std::string& segment_name) {
@@ -723,6 +747,12 @@ class DistributedStore {
     yuebing::MutexLock lock(&mu_);
     return client_;
   }
+
+  static py::tuple TaskResult(const absl::StatusOr<store::TaskId>& id) {
+    if (!id.ok()) return py::make_tuple(py::make_tuple(0, 0), Code(id.status()));
+    return py::make_tuple(py::make_tuple(id->hi, id->lo), 0);
+  }
+  static py::tuple TaskResult(int code) { return py::make_tuple(py::make_tuple(0, 0), code); }
 
   static int NotReady(const char* method) {
     WarnNotReady(method);
@@ -1066,6 +1096,15 @@ void BindStore(py::module_& m) {
            "Descriptors of the key's replicas; [] when it is missing.")
       .def("batch_get_replica_desc", &S::BatchGetReplicaDesc, py::arg("keys"),
            "{key: descriptors} for the keys found.")
+      .def("create_copy_task", &S::CreateCopyTask, py::arg("key"), py::arg("targets"),
+           "Copies the object to the target segments in the background: (task_id, 0) or "
+           "((0, 0), error code).")
+      .def("create_move_task", &S::CreateMoveTask, py::arg("key"), py::arg("source"),
+           py::arg("target"),
+           "Moves the object's replica on source to target in the background: (task_id, 0) or "
+           "((0, 0), error code).")
+      .def("query_task", &S::QueryTask, py::arg("task_id"),
+           "(QueryTaskResponse, 0), or (None, error code): -1400 for an unknown task.")
       .def("batch_replica_clear", &S::BatchReplicaClear, py::arg("keys"),
            py::arg("segment_name") = "",
            "Drops the replicas (all, or those on segment_name) of objects nobody is reading; "

@@ -30,10 +30,13 @@ from yuebing._yuebing import (  # noqa: F401  (re-exports)
     MemoryDescriptor,
     MooncakeHostMemAllocator,
     ObjectDataType,
+    QueryTaskResponse,
     ReplicaDescriptor,
     ReplicaStatus,
     ReplicateConfig,
     SoftPinAction,
+    TaskStatus,
+    TaskType,
 )
 from yuebing._yuebing import MooncakeDistributedStore as _NativeStore
 from yuebing.buffer_pool import (  # noqa: F401  (re-exports)
@@ -49,6 +52,9 @@ __all__ = [
     "ReplicateConfig",
     "SoftPinAction",
     "ObjectDataType",
+    "TaskType",
+    "TaskStatus",
+    "QueryTaskResponse",
     "ReplicaStatus",
     "ReplicaDescriptor",
     "MemoryDescriptor",

@@ -56,6 +56,8 @@ ReplicateConfig FromRpc(const rpc::ReplicateConfigMsg& msg) {
   config.with_soft_pin = msg.with_soft_pin();
   config.with_hard_pin = msg.with_hard_pin();
   config.preferred_segment = msg.preferred_segment();
+  config.preferred_segments.assign(msg.preferred_segments().begin(),
+                                   msg.preferred_segments().end());
   return config;
 }
 
@@ -88,6 +90,7 @@ bool ChangesManifests(RpcOp op) {
     case RpcOp::kBatchPutEnd:  // commits without an announced checksum, drops of replaced ones
     case RpcOp::kBatchRemove:
     case RpcOp::kBatchReplicaClear:
+    case RpcOp::kReplicaCopyEnd:
     case RpcOp::kRemoveByRegex:
     case RpcOp::kRemoveAll:
     case RpcOp::kSyncDiskTier:  // spilled objects leave memory
@@ -256,6 +259,33 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       ApplyReleases(request->released_leases());
       return StatusesReply(
           service_->BatchReplicaClear(Keys(request->keys()), request->segment_name()), reply);
+    });
+  }
+
+  grpc::ServerUnaryReactor* ReplicaCopyStart(grpc::CallbackServerContext* context,
+                                             const rpc::ReplicaCopyStartRequest* request,
+                                             rpc::ReplicaCopyStartReply* reply) override {
+    return Serve(context, RpcOp::kReplicaCopyStart, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      if (auto status = CheckBatch(request->targets_size()); !status.ok()) return {status};
+      absl::StatusOr<CopyPlan> plan = service_->ReplicaCopyStart(
+          request->client_id(), request->key(), request->source(),
+          std::vector<std::string>(request->targets().begin(), request->targets().end()),
+          request->move());
+      if (!plan.ok()) return {plan.status()};
+      reply->set_size(plan->size);
+      reply->set_checksum(plan->checksum);
+      for (const Replica& replica : plan->targets) ToRpc(replica, reply->add_targets());
+      return {};
+    });
+  }
+
+  grpc::ServerUnaryReactor* ReplicaCopyEnd(grpc::CallbackServerContext* context,
+                                           const rpc::ReplicaCopyEndRequest* request,
+                                           rpc::StatusReply* reply) override {
+    return Serve(context, RpcOp::kReplicaCopyEnd, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      return {service_->ReplicaCopyEnd(request->client_id(), request->key(), request->revoke())};
     });
   }
 

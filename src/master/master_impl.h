@@ -321,11 +321,12 @@ class MasterService::Impl {
 
   // --- space (segments.cc) ---
   uint64_t AlignedSize(uint64_t size) const;
-  // Up to `want` replicas of `length` bytes on distinct live segments, preferred first.
   // Whether a segment open to new objects could hold `length` bytes once emptied.
   bool AnySegmentCouldHold(uint64_t length, int64_t now) const ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Up to `want` replicas of `length` bytes on distinct live segments: the config's preferred
+  // segment, then its preferred_segments in order, then the others by most free space.
   std::vector<ReplicaRef> AllocateReplicas(uint64_t length, uint32_t want,
-                                           absl::string_view preferred, int64_t now)
+                                           const ReplicateConfig& config, int64_t now)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   void FreeRange(uint32_t segment, uint64_t offset, uint64_t length)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);

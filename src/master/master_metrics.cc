@@ -8,11 +8,25 @@
 namespace yuebing::master {
 namespace {
 
-constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {
-    "MountSegment",   "UnmountSegment",      "Ping",         "BatchPutStart", "BatchPutEnd",
-    "BatchPutRevoke", "BatchGetReplicaList", "BatchExist",   "BatchRemove",   "GetSize",
-    "RemoveByRegex",  "RemoveAll",           "SyncDiskTier", "ReleaseLeases", "PullJournal",
-    "RestoreObjects", "BatchReplicaClear"};
+constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {"MountSegment",
+                                                              "UnmountSegment",
+                                                              "Ping",
+                                                              "BatchPutStart",
+                                                              "BatchPutEnd",
+                                                              "BatchPutRevoke",
+                                                              "BatchGetReplicaList",
+                                                              "BatchExist",
+                                                              "BatchRemove",
+                                                              "GetSize",
+                                                              "RemoveByRegex",
+                                                              "RemoveAll",
+                                                              "SyncDiskTier",
+                                                              "ReleaseLeases",
+                                                              "PullJournal",
+                                                              "RestoreObjects",
+                                                              "BatchReplicaClear",
+                                                              "ReplicaCopyStart",
+                                                              "ReplicaCopyEnd"};
 
 constexpr const char* kPrefix = "yuebing_master_";
 

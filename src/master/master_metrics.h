@@ -35,8 +35,10 @@ enum class RpcOp : int {
   kPullJournal,
   kRestoreObjects,
   kBatchReplicaClear,
+  kReplicaCopyStart,
+  kReplicaCopyEnd,
 };
-inline constexpr size_t kRpcOpCount = 17;
+inline constexpr size_t kRpcOpCount = 19;
 
 // The RPC's name in master.proto, e.g. "BatchPutStart".
 const char* RpcOpName(RpcOp op);

@@ -297,7 +297,7 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
     {
       yuebing::MutexLock lock(&s.mu);
       YB_ASSIGN_OR_RETURN(const uint32_t existing, PrepareKey(s, key, upsert, now));
-      std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config.preferred_segment, now);
+      std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config, now);
       if (!refs.empty()) {
         result = RecordPut(s, key, existing, serial, size, config, std::move(refs), now, checksum);
         break;

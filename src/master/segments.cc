@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "master/master_impl.h"
 #include "yuebing/common/error_code.h"
@@ -335,23 +336,31 @@ bool MasterService::Impl::AnySegmentCouldHold(uint64_t length, int64_t now) cons
 }
 
 std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, uint32_t want,
-                                                              absl::string_view preferred,
+                                                              const ReplicateConfig& config,
                                                               int64_t now) {
-  constexpr uint32_t kNoSlot = UINT32_MAX;
-  uint32_t preferred_slot = kNoSlot;
-  if (!preferred.empty()) {
-    auto it = segment_by_name_.find(preferred);
-    if (it != segment_by_name_.end()) preferred_slot = it->second;
-  }
-  // Most free space first; the preferred segment ahead of all.
-  std::vector<std::pair<uint64_t, uint32_t>> order;  // (free bytes, slot)
+  // Preferred slots in order (unknown names skipped); usually none or one, so a short list.
+  absl::InlinedVector<uint32_t, 4> preferred;
+  auto prefer = [&](const std::string& name) {
+    if (name.empty()) return;
+    auto it = segment_by_name_.find(name);
+    if (it != segment_by_name_.end() &&
+        std::find(preferred.begin(), preferred.end(), it->second) == preferred.end()) {
+      preferred.push_back(it->second);
+    }
+  };
+  prefer(config.preferred_segment);
+  for (const std::string& name : config.preferred_segments) prefer(name);
+  // Most free space first; the preferred segments ahead of all, in their order.
+  std::vector<std::pair<uint64_t, uint32_t>> order;  // (free bytes or preference, slot)
   order.reserve(segments_.size());
   for (uint32_t slot = 0; slot < segments_.size(); ++slot) {
     const SegmentState* seg = segments_[slot].get();
     if (seg == nullptr || seg->dying || seg->restoring.load() || !OwnerAlive(*seg, now)) continue;
     const uint64_t free = seg->free_bytes.load();
     if (free < length) continue;
-    order.emplace_back(slot == preferred_slot ? UINT64_MAX : free, slot);
+    auto rank = std::find(preferred.begin(), preferred.end(), slot);
+    order.emplace_back(rank != preferred.end() ? UINT64_MAX - (rank - preferred.begin()) : free,
+                       slot);
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;

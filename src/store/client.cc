@@ -12,6 +12,7 @@
 #include "store/engine_port.h"
 #include "store/master_client.h"
 #include "store/object_client.h"
+#include "store/replica_tasks.h"
 #include "store/segment_host.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/logging.h"
@@ -140,6 +141,15 @@ class ClientImpl final : public Client {
                                               const std::string& segment_name) override {
     return objects_->BatchReplicaClear(keys, segment_name);
   }
+  absl::StatusOr<TaskId> CreateCopyTask(const std::string& key,
+                                        const std::vector<std::string>& targets) override {
+    return tasks_->Create(TaskType::kReplicaCopy, key, "", targets);
+  }
+  absl::StatusOr<TaskId> CreateMoveTask(const std::string& key, const std::string& source,
+                                        const std::string& target) override {
+    return tasks_->Create(TaskType::kReplicaMove, key, source, {target});
+  }
+  absl::StatusOr<TaskInfo> QueryTask(const TaskId& id) override { return tasks_->Query(id); }
 
   absl::Status RegisterBuffer(void* data, uint64_t size) override {
     return engine_->RegisterLocalMemory(data, size);
@@ -160,6 +170,7 @@ class ClientImpl final : public Client {
   std::shared_ptr<MasterApi> master_;
   std::unique_ptr<ObjectClient> objects_;
   std::unique_ptr<SegmentHost> host_;
+  std::unique_ptr<ReplicaTasks> tasks_;  // first to go: its worker uses objects_
 };
 
 absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
@@ -193,6 +204,7 @@ absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
                                                       config_.rpc_timeout, security));
   }
   objects_ = std::make_unique<ObjectClient>(config_, id_, engine_.get(), master_.get());
+  tasks_ = std::make_unique<ReplicaTasks>(objects_.get());
   YB_ASSIGN_OR_RETURN(host_, SegmentHost::Start(config_, id_, engine_.get(), master_.get()));
   return absl::OkStatus();
 }

@@ -76,6 +76,14 @@ class MasterApi {
   virtual absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) = 0;
   virtual std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys,
                                                 bool force) = 0;
+  // See MasterService::ReplicaCopyStart / ReplicaCopyEnd.
+  virtual absl::StatusOr<master::CopyPlan> ReplicaCopyStart(const master::ClientId& client,
+                                                            const std::string& key,
+                                                            const std::string& source,
+                                                            const std::vector<std::string>& targets,
+                                                            bool move) = 0;
+  virtual absl::Status ReplicaCopyEnd(const master::ClientId& client, const std::string& key,
+                                      bool revoke) = 0;
   // See MasterService::BatchReplicaClear.
   virtual std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                                       const std::string& segment_name) = 0;

@@ -449,6 +449,9 @@ std::vector<absl::StatusOr<std::vector<master::Replica>>> MasterClient::BatchPut
   request.mutable_config()->set_with_soft_pin(config.with_soft_pin);
   request.mutable_config()->set_with_hard_pin(config.with_hard_pin);
   request.mutable_config()->set_preferred_segment(config.preferred_segment);
+  for (const std::string& name : config.preferred_segments) {
+    request.mutable_config()->add_preferred_segments(name);
+  }
   request.set_upsert(upsert);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchPutStartReply reply;
@@ -579,6 +582,36 @@ std::vector<absl::Status> MasterClient::BatchReplicaClear(const std::vector<std:
   rpc::BatchStatusReply reply;
   absl::Status call = YB_CALL(BatchReplicaClear, request, reply);
   return StatusesFromReply(call, reply, keys.size());
+}
+
+absl::StatusOr<master::CopyPlan> MasterClient::ReplicaCopyStart(
+    const master::ClientId& client, const std::string& key, const std::string& source,
+    const std::vector<std::string>& targets, bool move) {
+  rpc::ReplicaCopyStartRequest request;
+  request.set_client_id(client);
+  request.set_key(key);
+  request.set_source(source);
+  for (const std::string& target : targets) request.add_targets(target);
+  request.set_move(move);
+  rpc::ReplicaCopyStartReply reply;
+  YB_RETURN_IF_ERROR(YB_CALL(ReplicaCopyStart, request, reply));
+  YB_RETURN_IF_ERROR(FromRpc(reply.status()));
+  master::CopyPlan plan;
+  plan.size = reply.size();
+  plan.checksum = reply.checksum();
+  for (const rpc::ReplicaMsg& r : reply.targets()) plan.targets.push_back(FromRpc(r));
+  return plan;
+}
+
+absl::Status MasterClient::ReplicaCopyEnd(const master::ClientId& client, const std::string& key,
+                                          bool revoke) {
+  rpc::ReplicaCopyEndRequest request;
+  request.set_client_id(client);
+  request.set_key(key);
+  request.set_revoke(revoke);
+  rpc::StatusReply reply;
+  YB_RETURN_IF_ERROR(YB_CALL(ReplicaCopyEnd, request, reply));
+  return FromRpc(reply.status());
 }
 
 absl::StatusOr<uint64_t> MasterClient::GetSize(const std::string& key) {

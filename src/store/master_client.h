@@ -81,6 +81,13 @@ class MasterClient final : public MasterApi {
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
   std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                               const std::string& segment_name) override;
+  absl::StatusOr<master::CopyPlan> ReplicaCopyStart(const master::ClientId& client,
+                                                    const std::string& key,
+                                                    const std::string& source,
+                                                    const std::vector<std::string>& targets,
+                                                    bool move) override;
+  absl::Status ReplicaCopyEnd(const master::ClientId& client, const std::string& key,
+                              bool revoke) override;
   absl::StatusOr<uint64_t> GetSize(const std::string& key) override;
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override;
   absl::StatusOr<uint64_t> RemoveAll(bool force) override;

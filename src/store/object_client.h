@@ -67,6 +67,15 @@ class ObjectClient {
       const std::vector<std::string>& keys);
   std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                               const std::string& segment_name);
+  // Replica copy and move (replica_copy.cc): StartCopy reserves the new replicas (the master's
+  // checks and errors, see MasterService::ReplicaCopyStart); FinishCopy writes the object's bytes
+  // to them and ends the copy, or revokes it when the bytes cannot be read (kObjectNotFound, also
+  // when they changed) or written (kTransferFail).
+  absl::StatusOr<master::CopyPlan> StartCopy(const std::string& key, const std::string& source,
+                                             const std::vector<std::string>& targets, bool move);
+  absl::Status FinishCopy(const std::string& key, const master::CopyPlan& plan);
+  // Gives back the reservations of a started copy that will not be written (best effort).
+  void RevokeCopy(const std::string& key);
   absl::StatusOr<uint64_t> GetSize(const std::string& key);
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) {
     return master_->RemoveByRegex(pattern, force);
@@ -121,6 +130,7 @@ class ObjectClient {
   static std::vector<absl::StatusOr<ReadPlan>> WholeObjects(
       const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers,
       const Lookup& lookup);
+  absl::Status WriteCopy(const std::string& key, const master::CopyPlan& plan);
   // Runs the requests as one engine batch and waits until every one is final.
   std::vector<TransferStatus> RunTransfers(const std::vector<TransferRequest>& requests);
   // Replicas ordered for reading: this client's segment, then this host, then others (shuffled

@@ -245,10 +245,16 @@ TEST(Fault, MasterRestart) {
   const double recovery = WaitForRecovery(checker, *client, "mr-after", 10, seconds(10));
 
   // The stores report their segment manifests to the restarted master: the objects put before
-  // the kill are readable again (the checker verifies their bytes), none is a miss.
+  // the kill are readable again (the checker verifies their bytes) within 5 s of the restart
+  // (issue 15's target; a store's report can trail the first successful calls under load).
   uint64_t old_readable = 0;
-  for (const std::string& key : before) {
-    if (checker.Get(*client, key).ok()) ++old_readable;
+  for (const auto deadline = restarted + seconds(5);;) {
+    old_readable = 0;
+    for (const std::string& key : before) {
+      if (checker.Get(*client, key).ok()) ++old_readable;
+    }
+    if (old_readable == before.size() || Clock::now() > deadline) break;
+    std::this_thread::sleep_for(milliseconds(100));
   }
   uint64_t outage_errors = 0;
   for (const auto& [code, n] : outage.errors) outage_errors += n;

@@ -464,6 +464,22 @@ TEST_F(MasterServiceTest, PlacementPrefersThePreferredSegmentThenMostFree) {
   ASSERT_EQ(pair->size(), 2u);
   EXPECT_EQ((*pair)[0].segment_name, "small");
   EXPECT_EQ((*pair)[1].segment_name, "big");  // 64-22 blocks free vs mid's 32
+  // Preferred segments (upstream's preferred_segments): in their order, before the others.
+  ReplicateConfig listed;
+  listed.replica_num = 3;
+  listed.preferred_segments = {"mid", "unknown", "small", "mid"};
+  absl::StatusOr<std::vector<Replica>> three = master_->PutStart("c1", "f", kBlock, listed);
+  ASSERT_TRUE(three.ok());
+  ASSERT_EQ(three->size(), 3u);
+  EXPECT_EQ((*three)[0].segment_name, "mid");
+  EXPECT_EQ((*three)[1].segment_name, "small");
+  EXPECT_EQ((*three)[2].segment_name, "big");
+  listed.preferred_segment = "big";  // the single preference comes first
+  listed.replica_num = 2;
+  three = master_->PutStart("c1", "g", kBlock, listed);
+  ASSERT_TRUE(three.ok());
+  EXPECT_EQ((*three)[0].segment_name, "big");
+  EXPECT_EQ((*three)[1].segment_name, "mid");
 }
 
 TEST_F(MasterServiceTest, SegmentsOfSilentClientsGetNoNewObjects) {

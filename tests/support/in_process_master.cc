@@ -272,6 +272,29 @@ std::vector<absl::Status> InProcessMasterApi::BatchReplicaClear(
   return call.ok() ? results : Repeat<absl::Status>(keys.size(), call);
 }
 
+absl::StatusOr<master::CopyPlan> InProcessMasterApi::ReplicaCopyStart(
+    const master::ClientId& client, const std::string& key, const std::string& source,
+    const std::vector<std::string>& targets, bool move) {
+  absl::StatusOr<master::CopyPlan> plan = master::CopyPlan{};
+  absl::Status call = Call("ReplicaCopyStart", [&](master::MasterService& service) {
+    absl::Status check = master::CheckClientId(client);
+    plan = check.ok() ? service.ReplicaCopyStart(client, key, source, targets, move)
+                      : absl::StatusOr<master::CopyPlan>(check);
+  });
+  if (!call.ok()) return call;
+  return plan;
+}
+
+absl::Status InProcessMasterApi::ReplicaCopyEnd(const master::ClientId& client,
+                                                const std::string& key, bool revoke) {
+  absl::Status result;
+  absl::Status call = Call("ReplicaCopyEnd", [&](master::MasterService& service) {
+    result = master::CheckClientId(client);
+    if (result.ok()) result = service.ReplicaCopyEnd(client, key, revoke);
+  });
+  return call.ok() ? result : call;
+}
+
 absl::StatusOr<uint64_t> InProcessMasterApi::GetSize(const std::string& key) {
   absl::StatusOr<uint64_t> size = uint64_t{0};
   absl::Status call =

@@ -77,6 +77,8 @@ struct ReplicateConfig {
   bool with_hard_pin = false;  // never evicted (removed only by Remove)
   // When non-empty, the first replica goes to this segment if it has space.
   std::string preferred_segment;
+  // Then replicas go to these segments, in order, as far as replica_num and their space allow.
+  std::vector<std::string> preferred_segments;
 };
 
 // What GetReplicaList returns: the replicas of a complete object and the read lease granted.

@@ -29,6 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "yuebing/master/types.h"
+#include "yuebing/store/replica_task.h"
 #include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::store {
@@ -190,6 +191,15 @@ class Client {
   // the location, kObjectNotFound, kInvalidParams (bad key) or the master's error.
   virtual std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
       const std::vector<std::string>& keys) = 0;
+  // Mooncake's copy and move tasks (src/store/replica_tasks.h): new replicas of `key` on
+  // `targets`, or its replica on `source` moved to `target`. Checked and reserved at once (the
+  // errors of MasterService::ReplicaCopyStart, kTaskPendingLimitExceeded), written in the
+  // background; QueryTask reports progress (kTaskNotFound for another client's task).
+  virtual absl::StatusOr<TaskId> CreateCopyTask(const std::string& key,
+                                                const std::vector<std::string>& targets) = 0;
+  virtual absl::StatusOr<TaskId> CreateMoveTask(const std::string& key, const std::string& source,
+                                                const std::string& target) = 0;
+  virtual absl::StatusOr<TaskInfo> QueryTask(const TaskId& id) = 0;
   // Drops replicas of objects nobody is reading: see MasterService::BatchReplicaClear.
   virtual std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                                       const std::string& segment_name) = 0;
