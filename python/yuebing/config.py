@@ -16,7 +16,8 @@ MOONCAKE_LOCAL_BUFFER_SIZE          local_buffer_size     1073741824 (1 GiB)
 ==================================  ===================  ==========================
 
 Sizes are integers (bytes) or strings with a unit: ``"4GB"``, ``"512 MiB"``, ``"1.5g"``; K/M/G/T
-mean powers of 1024, as in Mooncake. The JSON file uses the field names above as keys;
+mean powers of 1024, as in Mooncake. A string without a unit is read as Mooncake reads it
+(``int(float(text))``: ``"1e9"``, ``"1.5"`` is 1). The JSON file uses the field names above as keys;
 ``local_hostname``, ``metadata_server`` and ``master_server_address`` are required there.
 
 Reading, defaulting and checking these settings is done by the compiled module
@@ -26,14 +27,22 @@ through.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
 from yuebing import _yuebing as _native
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_GLOBAL_SEGMENT_SIZE: int = _native.DEFAULT_GLOBAL_SEGMENT_SIZE  # 3.125 GiB, Mooncake's
 DEFAULT_LOCAL_BUFFER_SIZE: int = _native.DEFAULT_LOCAL_BUFFER_SIZE  # 1 GiB, Mooncake's default
+
+# Protocols upstream's MooncakeConfig knows (others draw a warning there and here).
+_UPSTREAM_PROTOCOLS = frozenset({
+    "tcp", "rdma", "efa", "nvmeof", "nvlink", "musa", "nvlink_intra", "hip", "barex", "cxl",
+    "ascend", "ub", "ubshmem", "maca", "sunrise_link", "rpc_only"})
 
 # The fields MooncakeConfig's constructor checks and normalizes.
 _CORE_FIELDS = ("local_hostname", "metadata_server", "global_segment_size", "local_buffer_size",
@@ -48,6 +57,11 @@ def parse_size(value: Any) -> int:
 def parse_bool(value: Any) -> bool:
     """A boolean from a bool, a number or text (true/false, yes/no, on/off, 1/0)."""
     return _native._parse_bool_value(value)
+
+
+# Upstream's private names, which its callers and tests import.
+_parse_segment_size = parse_size
+_parse_bool = parse_bool
 
 
 @dataclass
@@ -68,10 +82,16 @@ class MooncakeConfig:
     client_http_port: int = 9300
 
     def __post_init__(self) -> None:
-        """Sizes parsed, protocol trimmed and lower-cased, required fields checked (ValueError)."""
+        """Sizes parsed, protocol trimmed and lower-cased, required fields checked (ValueError).
+
+        A protocol upstream does not know is passed through with a warning on ``logger``, as
+        upstream does (setup() then refuses anything but tcp and rdma)."""
         fields = {name: getattr(self, name) for name in _CORE_FIELDS}
         for name, value in _native._store_config_fields(fields).items():
             setattr(self, name, value)
+        if self.protocol not in _UPSTREAM_PROTOCOLS:
+            logger.warning("Unrecognised protocol %r; passed through unchanged (yuebing's setup() "
+                           "takes tcp or rdma).", self.protocol)
 
     @staticmethod
     def from_file(file_path: str) -> "MooncakeConfig":

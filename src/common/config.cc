@@ -162,8 +162,10 @@ absl::StatusOr<std::chrono::nanoseconds> ParseDuration(absl::string_view text) {
 
 absl::StatusOr<bool> ParseBool(absl::string_view text) {
   const std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
-  if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
-  if (t.empty() || t == "0" || t == "false" || t == "no" || t == "off") return false;
+  if (t == "1" || t == "true" || t == "yes" || t == "on" || t == "enable") return true;
+  if (t.empty() || t == "0" || t == "false" || t == "no" || t == "off" || t == "disable") {
+    return false;
+  }
   return absl::InvalidArgumentError(absl::StrCat("not a boolean: '", text, "'"));
 }
 

@@ -120,8 +120,15 @@ absl::StatusOr<uint64_t> SizeFromValue(const json& value) {
     const absl::string_view text = absl::StripAsciiWhitespace(value.get_ref<const std::string&>());
     if (text.empty()) return Invalid("invalid size: empty string");
     absl::StatusOr<uint64_t> size = ParseSize(text);
-    if (!size.ok()) return Invalid(size.status().message());
-    return *size;
+    if (size.ok()) return *size;
+    // Upstream's rule for a number without a unit: Python's int(float(text)), so "1.5" is 1
+    // byte and "1e9" 10^9 bytes.
+    double number = 0;
+    if (text.find_first_not_of("0123456789.eE+-") == absl::string_view::npos &&
+        absl::SimpleAtod(text, &number) && number >= 0 && number < 18446744073709551616.0) {
+      return static_cast<uint64_t>(number);
+    }
+    return Invalid(size.status().message());
   }
   return Invalid(absl::StrCat("invalid size: ", value.dump()));
 }
@@ -147,7 +154,8 @@ absl::StatusOr<StoreConfig> StoreConfig::FromFields(const json& fields) {
   StoreConfig config;
   const json& protocol = Field(fields, "protocol");
   if (!protocol.is_string() || absl::StripAsciiWhitespace(protocol.get<std::string>()).empty()) {
-    return Invalid(absl::StrCat("invalid protocol: ", protocol.dump(), " (e.g. 'tcp')"));
+    return Invalid(absl::StrCat("Invalid protocol: ", protocol.dump(),
+                                ". Protocol must be a non-empty string, e.g. 'tcp' or 'rdma'."));
   }
   config.protocol = absl::AsciiStrToLower(absl::StripAsciiWhitespace(protocol.get<std::string>()));
   if (config.protocol != "tcp" && config.protocol != "rdma") {
@@ -176,7 +184,7 @@ absl::StatusOr<StoreConfig> StoreConfig::FromJson(const json& object) {
   if (!object.is_object()) return Invalid("a store config must be a JSON object");
   for (const char* name : {"local_hostname", "metadata_server", "master_server_address"}) {
     if (!object.contains(name))
-      return Invalid(absl::StrCat("missing required config field: ", name));
+      return Invalid(absl::StrCat("Missing required config field: ", name));
   }
   auto get = [&](const char* key, json fallback) {
     return object.contains(key) ? object.at(key) : fallback;
@@ -236,7 +244,8 @@ absl::StatusOr<StoreConfig> StoreConfig::FromEnvironment(const EnvLookup& getenv
   if (!path.empty()) return FromJsonFile(path);
   const std::string master = text("MOONCAKE_MASTER", "");
   if (master.empty()) {
-    return Invalid("neither MOONCAKE_CONFIG_PATH nor MOONCAKE_MASTER is set in the environment");
+    return Invalid(
+        "Neither the environment variable 'MOONCAKE_CONFIG_PATH' nor 'MOONCAKE_MASTER' is set.");
   }
   auto size = [&](const char* name, int64_t fallback) -> json {
     std::optional<std::string> value = env(name);

@@ -158,10 +158,10 @@ TEST(ParseDurationTest, RejectsOverflow) {
 }
 
 TEST(ParseBoolTest, MooncakeWords) {
-  for (const char* yes : {"1", "true", "TRUE", " yes ", "On"}) {
+  for (const char* yes : {"1", "true", "TRUE", " yes ", "On", "enable"}) {
     EXPECT_TRUE(ParseBool(yes).value_or(false)) << yes;
   }
-  for (const char* no : {"0", "false", "No", " off", "", "  "}) {
+  for (const char* no : {"0", "false", "No", " off", "", "  ", "Disable"}) {
     EXPECT_FALSE(ParseBool(no).value_or(true)) << no;
   }
   for (const char* bad : {"2", "maybe", "truee", "y"}) {

@@ -48,8 +48,13 @@ TEST(SizeFromValueTest, TypesAndUnits) {
   EXPECT_EQ(SizeFromValue(" 16mb ").value_or(0), 16u << 20);
   EXPECT_EQ(SizeFromValue("1.5 GiB").value_or(0), 3u << 29);
   EXPECT_EQ(SizeFromValue(2.9).value_or(0), 2u);  // truncated, as Python's int()
+  // A number without a unit as upstream's int(float(text)).
+  EXPECT_EQ(SizeFromValue("1.5").value_or(0), 1u);
+  EXPECT_EQ(SizeFromValue("1e9").value_or(0), 1000000000u);
+  EXPECT_EQ(SizeFromValue("+5").value_or(0), 5u);
   for (const json& bad : {json(""), json("  "), json("lots"), json("-5"), json("12XB"), json(-1),
-                          json(-0.5), json(nullptr), json(true), json::array()}) {
+                          json("1..5"), json("1e99"), json("inf"), json("0x10"), json(-0.5),
+                          json(nullptr), json(true), json::array()}) {
     EXPECT_TRUE(Invalid(SizeFromValue(bad).status())) << bad.dump();
   }
 }

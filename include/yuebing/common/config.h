@@ -25,7 +25,8 @@ std::string FormatSize(uint64_t bytes);
 absl::StatusOr<std::chrono::nanoseconds> ParseDuration(absl::string_view text);
 
 // Parses a boolean as Mooncake's configuration does: case-insensitive, surrounding whitespace
-// ignored; "1", "true", "yes", "on" are true; "0", "false", "no", "off" and "" are false.
+// ignored; "1", "true", "yes", "on", "enable" are true; "0", "false", "no", "off", "disable" and
+// "" are false.
 // Errors: kInvalidArgument for anything else.
 absl::StatusOr<bool> ParseBool(absl::string_view text);
 
