@@ -284,6 +284,7 @@ class DistributedStore {
     out["checksum_failures"] = s.checksum_failures;
     out["lease_expired"] = s.lease_expired;
     out["replica_failovers"] = s.replica_failovers;
+    out["disk_reads"] = s.disk_reads;
     return out;
   }
 

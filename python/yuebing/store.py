@@ -92,6 +92,11 @@ class MooncakeDistributedStore(_NativeStore):
         """
         return self.setup_from_config(MooncakeConfig.load_from_env())
 
+    def get_offload_rpc_read_count(self) -> int:
+        """Reads served from a store's disk tier by this client (upstream's counter of
+        offloaded-object reads); 0 before setup()."""
+        return int(self.stats().get("disk_reads", 0))
+
     def init_all(self, protocol: str, device_name: str, mount_segment_size: int) -> int:
         """Upstream's legacy one-call setup, with its fixed addresses: engine "localhost:12345",
         etcd metadata at 127.0.0.1:2379, master 127.0.0.1:50051, a segment of

@@ -74,6 +74,12 @@ absl::StatusOr<CopyPlan> MasterService::Impl::ReplicaCopyStart(
     }
   }
   const uint64_t length = AlignedSize(entry.size);
+  const auto wanted = std::count_if(target_slots.begin(), target_slots.end(),
+                                    [&](uint32_t slot) { return !holds(slot); });
+  if (current.size() + static_cast<size_t>(wanted) > kMaxReplicas) {
+    return MakeError(ErrorCode::kInvalidParams,
+                     absl::StrCat("an object has at most ", kMaxReplicas, " replicas"));
+  }
   std::vector<ReplicaRef> fresh;
   for (uint32_t slot : target_slots) {
     if (holds(slot)) continue;

@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "yuebing/common/clock.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/limits.h"
 #include "yuebing/master/master_service.h"
 
 namespace yuebing::master {
@@ -135,6 +137,19 @@ TEST_F(ReplicaCopyTest, BadRequestsAreRefusedAndReserveNothing) {
   ASSERT_TRUE(master_->MountSegment("c1", Segment{"tiny", 0x900000, 512}).ok());
   EXPECT_EQ(StartCode("a", "", {"seg2", "tiny"}, false), ErrorCode::kNoAvailableHandle);
   EXPECT_EQ(Used(), kBlock);
+}
+
+TEST_F(ReplicaCopyTest, AnObjectKeepsAtMostTheReplicaLimit) {
+  Put("a");
+  std::vector<std::string> targets;
+  for (uint32_t i = 0; i < limits::kMaxReplicas; ++i) {
+    targets.push_back(absl::StrCat("extra", i));
+    ASSERT_TRUE(
+        master_->MountSegment("c1", Segment{targets.back(), 0x1000000 * (i + 2), kBlock}).ok());
+  }
+  EXPECT_EQ(StartCode("a", "", targets, false), ErrorCode::kInvalidParams);  // 1 + 64
+  targets.pop_back();
+  EXPECT_EQ(StartCode("a", "", targets, false), ErrorCode::kOk);  // 64 in all
 }
 
 TEST_F(ReplicaCopyTest, RevokeRemovalAndTargetUnmountCancelTheCopy) {

@@ -95,7 +95,8 @@ class Cluster:
     """A yuebing-master and `stores` yuebing-store processes of STORE_SIZE each."""
 
     def __init__(self, stores: int = 2, store_size: str = STORE_SIZE,
-                 master_flags: Optional[List[str]] = None):
+                 master_flags: Optional[List[str]] = None,
+                 store_flags: Optional[List[str]] = None):
         self.master: Optional[Process] = None
         self.stores: List[Process] = []
         self.store_segments: List[str] = []
@@ -104,6 +105,7 @@ class Cluster:
         self._stores = stores
         self._store_size = store_size
         self._master_flags = master_flags or []
+        self._store_flags = store_flags or []
 
     def start(self) -> "Cluster":
         rpc_port, metrics_port = free_port(), free_port()
@@ -140,7 +142,8 @@ class Cluster:
 
     def add_store(self) -> Process:
         store = Process([str(store_binary()), f"--master_server_address={self.master_address}",
-                         f"--global_segment_size={self._store_size}"], "yuebing-store")
+                         f"--global_segment_size={self._store_size}", *self._store_flags],
+                        "yuebing-store")
         self.stores.append(store)
         line = store.wait_for("yuebing-store ready")
         for word in line.split():

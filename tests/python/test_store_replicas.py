@@ -2,6 +2,8 @@
 a real cluster: where each replica of an object lives, and clearing all of an object's replicas
 or only those on one segment, never under a reader."""
 
+import time
+
 import pytest
 
 from conftest import new_store
@@ -134,3 +136,29 @@ def test_replicate_config_takes_upstreams_fields(store):
     rc.nof_replica_num = 1
     assert store.put("rconf-nof", b"kv", rc) == -600
     assert store.is_exist("rconf-nof") == 0
+
+
+def test_objects_spilled_to_a_disk_tier_are_described_and_counted(private_cluster, tmp_path):
+    cluster = private_cluster(stores=1, store_size="8MB",
+                              store_flags=[f"--ssd_path={tmp_path}", "--ssd_capacity=256MB"])
+    store = new_store(cluster.master_address)
+    try:
+        value = bytes(range(256)) * 1024  # 256 KiB; 48 of them are 1.5x the store's memory
+        keys = [f"rdisk-{i}" for i in range(48)]
+        for key in keys:
+            deadline = time.monotonic() + 60
+            while (rc := store.put(key, value)) == -200 and time.monotonic() < deadline:
+                time.sleep(0.02)  # memory frees up as spills complete
+            assert rc == 0, key
+        assert store.get_offload_rpc_read_count() == 0
+        on_disk = [k for k, descs in store.batch_get_replica_desc(keys).items()
+                   if [d.is_local_disk_replica() for d in descs] == [True]]
+        assert on_disk, "nothing was spilled"
+        (desc,) = store.get_replica_desc(on_disk[0])
+        assert not desc.is_memory_replica() and not desc.is_disk_replica()
+        with pytest.raises(RuntimeError, match="Expected MemoryDescriptor"):
+            desc.get_memory_descriptor()
+        assert store.get(on_disk[0]) == value
+        assert store.get_offload_rpc_read_count() >= 1
+    finally:
+        store.close()

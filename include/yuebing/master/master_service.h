@@ -175,10 +175,11 @@ class MasterService {
   // (`move`, one target) also drops the replica on `source` at the end, its space held until
   // the leases of readers that may use it end. `source` empty: any replica (copy only).
   // Errors: kInvalidParams (no targets, an unknown segment, a source holding no replica, a move
-  // to its source or to several targets), kObjectNotFound (no complete object in memory),
-  // kUnavailableInCurrentStatus (a target being unmounted or restored, or its owner gone),
-  // kNoAvailableHandle (a target without room), kObjectHasReplicationTask. A put, copy or move
-  // unfinished when its writer expires, or past put_start_release_timeout, is revoked.
+  // to its source or to several targets, more than kMaxReplicas replicas in all), kObjectNotFound
+  // (no complete object in memory), kUnavailableInCurrentStatus (a target being unmounted or
+  // restored, or its owner gone), kNoAvailableHandle (a target without room),
+  // kObjectHasReplicationTask. A put, copy or move unfinished when its writer expires, or past
+  // put_start_release_timeout, is revoked.
   absl::StatusOr<CopyPlan> ReplicaCopyStart(const ClientId& client, const std::string& key,
                                             const std::string& source,
                                             const std::vector<std::string>& targets, bool move);
