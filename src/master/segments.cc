@@ -331,7 +331,10 @@ void MasterService::Impl::FinishUnmount(const std::vector<uint32_t>& slots) {
 
 bool MasterService::Impl::AnySegmentCouldHold(uint64_t length, int64_t now) const {
   return std::any_of(segments_.begin(), segments_.end(), [&](const auto& seg) {
-    return seg != nullptr && !seg->dying && seg->capacity >= length && OwnerAlive(*seg, now);
+    // A restoring segment takes no new objects until its owner's report ends: evicting for it
+    // would only drop objects just restored.
+    return seg != nullptr && !seg->dying && !seg->restoring.load() && seg->capacity >= length &&
+           OwnerAlive(*seg, now);
   });
 }
 

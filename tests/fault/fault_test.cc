@@ -248,10 +248,17 @@ TEST(Fault, MasterRestart) {
   // the kill are readable again (the checker verifies their bytes) within 5 s of the restart
   // (issue 15's target; a store's report can trail the first successful calls under load).
   uint64_t old_readable = 0;
+  std::string unreadable;
   for (const auto deadline = restarted + seconds(5);;) {
     old_readable = 0;
+    unreadable.clear();
     for (const std::string& key : before) {
-      if (checker.Get(*client, key).ok()) ++old_readable;
+      auto got = checker.Get(*client, key);
+      if (got.ok()) {
+        ++old_readable;
+      } else {
+        absl::StrAppend(&unreadable, " ", key, ":", got.status().ToString());
+      }
     }
     if (old_readable == before.size() || Clock::now() > deadline) break;
     std::this_thread::sleep_for(milliseconds(100));
@@ -266,7 +273,7 @@ TEST(Fault, MasterRestart) {
   EXPECT_GT(outage_errors, 0u) << "calls during the outage should fail";
   EXPECT_TRUE(load_recovered) << "the load did not recover after the master restart";
   EXPECT_GE(recovery, 0);
-  EXPECT_EQ(old_readable, before.size()) << "objects put before the kill were lost";
+  EXPECT_EQ(old_readable, before.size()) << "objects put before the kill were lost:" << unreadable;
 }
 
 // (4) a store holding replicas stops responding (SIGSTOP), then continues (SIGCONT).

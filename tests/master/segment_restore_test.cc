@@ -162,6 +162,32 @@ TEST_F(SegmentRestoreTest, ARestoringSegmentTakesNoNewObjectsUntilTheRestoreEnds
       << "the restore has ended";
 }
 
+// A put that finds every segment restoring fails (no space) and evicts nothing: the objects
+// already reported stay. (It used to run an eviction pass over the objects just restored.)
+TEST_F(SegmentRestoreTest, APutDuringARestoreEvictsNothing) {
+  ASSERT_TRUE(Mount("c1", "seg1", kBase).fresh);
+  std::vector<RestoredObject> first, second;
+  for (uint64_t i = 0; i < 12; ++i) {
+    (i < 8 ? first : second)
+        .push_back({"r" + std::to_string(i), kBase + i * kBlock, kBlock, 100 + i, 0});
+  }
+  for (const absl::Status& result : Restore("c1", "seg1", first, false)) {
+    ASSERT_TRUE(result.ok()) << result;
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ToErrorCode(master_->PutStart("c2", "new" + std::to_string(i), kBlock, {}).status()),
+              ErrorCode::kNoAvailableHandle);
+  }
+  for (const absl::Status& result : Restore("c1", "seg1", second, true)) {
+    ASSERT_TRUE(result.ok()) << result;
+  }
+  EXPECT_EQ(master_->Stats().evicted_objects, 0u);
+  for (uint64_t i = 0; i < 12; ++i) {
+    EXPECT_TRUE(master_->GetReplicaList("r" + std::to_string(i)).ok()) << "r" << i << " lost";
+  }
+  EXPECT_TRUE(master_->PutStart("c2", "after", kBlock, {}).ok());
+}
+
 TEST_F(SegmentRestoreTest, RestoredObjectsAreReadableAndConflictsAreRefused) {
   Mount("c1", "seg1", kBase);
   Mount("c2", "seg2", 2 * kBase);
