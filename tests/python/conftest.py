@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -45,13 +45,14 @@ def free_port() -> int:
 class Process:
     """A child process whose output lines are collected by a reader thread."""
 
-    def __init__(self, argv: List[str], name: str):
+    def __init__(self, argv: List[str], name: str, env: Optional[Dict[str, str]] = None):
+        """`env`: the child's whole environment (default: this process's)."""
         self.name = name
         self.argv = argv
         self.lines: List[str] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, bufsize=1, start_new_session=True)
+                                     text=True, bufsize=1, start_new_session=True, env=env)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
