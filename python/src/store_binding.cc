@@ -77,8 +77,9 @@ struct ReplicateConfig {
   int64_t replica_num = 1;
   bool with_soft_pin = false;
   SoftPinAction soft_pin_action = SoftPinAction::kPreserve;
-  // Only with soft_pin_action ENABLE (upstream's rule). The master's default_kv_soft_pin_ttl
-  // applies: per-object soft-pin TTLs are not taken yet.
+  // Only with soft_pin_action ENABLE (upstream's rule): the pin's lifetime from the put's end
+  // (unset: the master's default_kv_soft_pin_ttl; 0: no pin; above its max_kv_soft_pin_ttl:
+  // INVALID_PARAMS from the master).
   std::optional<uint64_t> soft_pin_ttl_ms;
   bool with_hard_pin = false;
   std::string preferred_segment;
@@ -121,6 +122,7 @@ absl::StatusOr<master::ReplicateConfig> ToMaster(const ReplicateConfig& c, const
   master::ReplicateConfig out;
   out.replica_num = static_cast<uint32_t>(c.replica_num);
   out.with_soft_pin = c.with_soft_pin || c.soft_pin_action == SoftPinAction::kEnable;
+  out.soft_pin_ttl_ms = c.soft_pin_ttl_ms;
   out.with_hard_pin = c.with_hard_pin;
   out.preferred_segment = c.preferred_segment;
   out.preferred_segments = c.preferred_segments;

@@ -54,6 +54,7 @@ ReplicateConfig FromRpc(const rpc::ReplicateConfigMsg& msg) {
   ReplicateConfig config;
   config.replica_num = msg.replica_num();
   config.with_soft_pin = msg.with_soft_pin();
+  if (msg.has_soft_pin_ttl_ms()) config.soft_pin_ttl_ms = msg.soft_pin_ttl_ms();
   config.with_hard_pin = msg.with_hard_pin();
   config.preferred_segment = msg.preferred_segment();
   config.preferred_segments.assign(msg.preferred_segments().begin(),

@@ -89,6 +89,13 @@ struct PendingPut {
   std::vector<ReplicaRef> replicas;
   bool copy = false;
   std::optional<ReplicaRef> move_source;  // a move: the replica dropped at the end
+  int64_t soft_pin_ttl_ns = 0;            // with kEntrySoftPin in `pins`: the pin's lifetime
+};
+
+// A put whose object is not complete yet (Shard::in_progress): what its PutEnd records.
+struct PutInProgress {
+  uint64_t announced = 0;       // checksum announced by the PutStart (0: none)
+  int64_t soft_pin_ttl_ns = 0;  // with kEntrySoftPin: the pin's lifetime from the PutEnd
 };
 
 // An object held only by a store's disk tier.
@@ -131,11 +138,12 @@ struct Shard {
   absl::flat_hash_map<uint32_t, std::vector<ReplicaRef>> extra ABSL_GUARDED_BY(mu);
   // The entries holding a replica on each segment (what an unmount visits).
   SegmentMembers members ABSL_GUARDED_BY(mu);
-  // Soft-pinned entries (kEntrySoftPin) -> when their pin ends (refreshed by reads).
+  // Soft-pinned entries (kEntrySoftPin) -> when their pin ends (set at the put's end; reads do
+  // not extend it, as upstream).
   absl::flat_hash_map<uint32_t, int64_t> soft_pin_until ABSL_GUARDED_BY(mu);
   absl::flat_hash_map<uint32_t, PendingPut> pending ABSL_GUARDED_BY(mu);
-  // Entries not yet complete -> the checksum announced by their PutStart (0: none).
-  absl::flat_hash_map<uint32_t, uint64_t> in_progress ABSL_GUARDED_BY(mu);
+  // Entries not yet complete -> what their PutEnd records.
+  absl::flat_hash_map<uint32_t, PutInProgress> in_progress ABSL_GUARDED_BY(mu);
   // Disk-only objects. A key is in `table` or here, never both.
   absl::flat_hash_map<std::string, DiskEntry> disk ABSL_GUARDED_BY(mu);
   // Entries with kEntrySpilling: the deadline of their spill and the memory it will free.
@@ -291,17 +299,21 @@ class MasterService::Impl {
   // unfinished put. Returns the index of a complete object an upsert will replace, or kNone.
   absl::StatusOr<uint32_t> PrepareKey(Shard& s, absl::string_view key, bool upsert, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // The soft pin a put asks for: its lifetime in ns (0: none). Errors: kInvalidParams (a TTL
+  // without a soft pin, or above max_kv_soft_pin_ttl).
+  absl::StatusOr<int64_t> SoftPinTtlNs(const ReplicateConfig& config) const;
   absl::StatusOr<std::vector<Replica>> RecordPut(Shard& s, absl::string_view key, uint32_t existing,
                                                  uint64_t serial, uint64_t size,
                                                  const ReplicateConfig& config,
+                                                 int64_t soft_pin_ttl_ns,
                                                  std::vector<ReplicaRef> refs, int64_t now,
                                                  uint64_t checksum)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   std::vector<Replica> ToReplicas(const std::vector<ReplicaRef>& refs, uint64_t size) const
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
-  // `announced`: the checksum the PutStart announced to the segments' owners; when it is the
+  // `put.announced`: the checksum the PutStart announced to the segments' owners; when it is the
   // one recorded now, they already know all they need and no commit is journaled.
-  void CompletePut(Shard& s, uint32_t index, uint64_t checksum, uint64_t announced, int64_t now)
+  void CompletePut(Shard& s, uint32_t index, uint64_t checksum, PutInProgress put, int64_t now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   template <typename Match>
   uint64_t RemoveMatching(bool force, Match&& match) ABSL_LOCKS_EXCLUDED(topo_mu_);

@@ -43,9 +43,13 @@ MasterOptions Sanitized(MasterOptions options) {
   return options;
 }
 
-uint8_t PinFlags(const ReplicateConfig& config) {
-  return (config.with_soft_pin ? kEntrySoftPin : 0) | (config.with_hard_pin ? kEntryHardPin : 0);
+// `soft_pin_ttl_ns`: the put's soft pin (SoftPinTtlNs; 0: none).
+uint8_t PinFlags(const ReplicateConfig& config, int64_t soft_pin_ttl_ns) {
+  return (soft_pin_ttl_ns > 0 ? kEntrySoftPin : 0) | (config.with_hard_pin ? kEntryHardPin : 0);
 }
+
+// The longest pin kept in nanoseconds (about 100 years): deadlines stay far from overflow.
+constexpr int64_t kMaxSoftPinNs = int64_t{100} * 365 * 24 * 3600 * 1'000'000'000;
 
 }  // namespace
 
@@ -246,17 +250,34 @@ absl::StatusOr<uint32_t> MasterService::Impl::PrepareKey(Shard& s, absl::string_
   return index;
 }
 
+absl::StatusOr<int64_t> MasterService::Impl::SoftPinTtlNs(const ReplicateConfig& config) const {
+  if (!config.soft_pin_ttl_ms) return config.with_soft_pin ? soft_pin_ttl_ns_ : 0;
+  if (!config.with_soft_pin) {
+    return MakeError(ErrorCode::kInvalidParams, "soft_pin_ttl_ms needs a soft pin");
+  }
+  const uint64_t max_ms = static_cast<uint64_t>(options_.max_kv_soft_pin_ttl.count());
+  if (*config.soft_pin_ttl_ms > max_ms) {
+    return MakeError(
+        ErrorCode::kInvalidParams,
+        absl::StrCat("soft_pin_ttl_ms ", *config.soft_pin_ttl_ms,
+                     " is longer than the master's max_kv_soft_pin_ttl (", max_ms, " ms)"));
+  }
+  const uint64_t ms = std::min<uint64_t>(*config.soft_pin_ttl_ms, kMaxSoftPinNs / 1'000'000);
+  return static_cast<int64_t>(ms) * 1'000'000;
+}
+
 absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
     Shard& s, absl::string_view key, uint32_t existing, uint64_t serial, uint64_t size,
-    const ReplicateConfig& config, std::vector<ReplicaRef> refs, int64_t now, uint64_t checksum) {
+    const ReplicateConfig& config, int64_t soft_pin_ttl_ns, std::vector<ReplicaRef> refs,
+    int64_t now, uint64_t checksum) {
   std::vector<Replica> replicas = ToReplicas(refs, size);
+  const uint8_t pins = PinFlags(config, soft_pin_ttl_ns);
   // The owners learn of the object while its bytes are written (before the PutEnd).
-  JournalRefs(refs, JournalEntry::Op::kAdd, /*committed=*/false, key, size, checksum,
-              PinFlags(config));
+  JournalRefs(refs, JournalEntry::Op::kAdd, /*committed=*/false, key, size, checksum, pins);
   if (existing != kNone) {
     s.table.at(existing).flags |= kEntryPendingUpsert;
     s.pending[existing] =
-        PendingPut{serial, now, size, PinFlags(config), checksum, std::move(refs), false, {}};
+        PendingPut{serial, now, size, pins, checksum, std::move(refs), false, {}, soft_pin_ttl_ns};
     return replicas;
   }
   const uint32_t index = s.table.Insert(key);
@@ -270,9 +291,9 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::RecordPut(
   entry.aux = serial;
   entry.time_ns = now;
   entry.last_access = access_seq_.fetch_add(1) + 1;
-  entry.flags |= PinFlags(config);
+  entry.flags |= pins;
   SetReplicas(s, index, refs);
-  s.in_progress[index] = checksum;
+  s.in_progress[index] = PutInProgress{checksum, soft_pin_ttl_ns};
   objects_.fetch_add(1);
   return replicas;
 }
@@ -285,6 +306,7 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
   if (config.replica_num == 0) return MakeError(ErrorCode::kInvalidParams, "replica_num is 0");
   const uint64_t length = AlignedSize(size);
   if (length == 0) return MakeError(ErrorCode::kInvalidParams, "object size too large");
+  YB_ASSIGN_OR_RETURN(const int64_t soft_pin_ttl_ns, SoftPinTtlNs(config));
   YB_ASSIGN_OR_RETURN(const uint64_t serial, TouchClient(client));
   const uint32_t want = std::min(config.replica_num, kMaxReplicas);
   Shard& s = ShardFor(key);
@@ -299,7 +321,8 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
       YB_ASSIGN_OR_RETURN(const uint32_t existing, PrepareKey(s, key, upsert, now));
       std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config, now);
       if (!refs.empty()) {
-        result = RecordPut(s, key, existing, serial, size, config, std::move(refs), now, checksum);
+        result = RecordPut(s, key, existing, serial, size, config, soft_pin_ttl_ns, std::move(refs),
+                           now, checksum);
         break;
       }
     }
@@ -311,16 +334,16 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
 }
 
 void MasterService::Impl::CompletePut(Shard& s, uint32_t index, uint64_t checksum,
-                                      uint64_t announced, int64_t now) {
+                                      PutInProgress put, int64_t now) {
   ObjectEntry& entry = s.table.at(index);
   entry.flags |= kEntryComplete;
   entry.aux = checksum;
   entry.time_ns = 0;  // no lease yet
   entry.last_access = access_seq_.fetch_add(1) + 1;
   s.members.Touch(s.table, index);
-  if (entry.flags & kEntrySoftPin) s.soft_pin_until[index] = now + soft_pin_ttl_ns_;
+  if (entry.flags & kEntrySoftPin) s.soft_pin_until[index] = now + put.soft_pin_ttl_ns;
   s.in_progress.erase(index);
-  if (checksum == kNoChecksum || checksum != announced) {
+  if (checksum == kNoChecksum || checksum != put.announced) {
     JournalReplicas(s, index, ReplicasOf(s, index), JournalEntry::Op::kAdd);
   }
 }
@@ -340,8 +363,9 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     if (serial == 0 || entry.aux != serial) {
       return MakeError(ErrorCode::kIllegalClient, "the key is written by another client");
     }
-    auto announced = s.in_progress.find(index);
-    CompletePut(s, index, checksum, announced == s.in_progress.end() ? 0 : announced->second, now);
+    auto started = s.in_progress.find(index);
+    CompletePut(s, index, checksum,
+                started == s.in_progress.end() ? PutInProgress{} : started->second, now);
     return absl::OkStatus();
   }
   if (entry.flags & kEntryPendingUpsert) {
@@ -361,7 +385,7 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     entry.flags = kEntryUsed | done.pins;
     if (!(entry.flags & kEntrySoftPin)) s.soft_pin_until.erase(index);
     SetReplicas(s, index, done.replicas);
-    CompletePut(s, index, checksum, done.announced, now);
+    CompletePut(s, index, checksum, PutInProgress{done.announced, done.soft_pin_ttl_ns}, now);
     return absl::OkStatus();
   }
   // A retried PutEnd whose first attempt went through.
@@ -416,10 +440,6 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
   const uint64_t lease_id = GrantLease(s, index, now);
   entry.last_access = access_seq_.fetch_add(1) + 1;
   s.members.Touch(s.table, index);
-  if (entry.flags & kEntrySoftPin) {
-    int64_t& until = s.soft_pin_until[index];
-    until = std::max(until, now + soft_pin_ttl_ns_);
-  }
   ObjectLocation location;
   location.size = entry.size;
   location.checksum = entry.aux;

@@ -33,7 +33,6 @@ constexpr UpstreamFlag kUpstreamFlags[] = {
     {"rpc_enable_tcp_no_delay", true, Action::kDrop, "gRPC sets TCP_NODELAY"},
     {"metrics_host", false, Action::kDrop, "the metrics server binds to --rpc_address"},
     {"enable_metric_reporting", true, Action::kDrop, "metrics are served at /metrics, not logged"},
-    {"max_kv_soft_pin_ttl", false, Action::kDrop, "per-request soft-pin TTLs are not taken"},
     {"enable_gc", true, Action::kDrop, "leases and eviction free space; there is no GC pass"},
     {"enable_oplog", true, Action::kDrop, "HA uses leader election only"},
     {"oplog_poll_interval_ms", false, Action::kDrop, "no op log"},

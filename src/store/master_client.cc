@@ -447,6 +447,8 @@ std::vector<absl::StatusOr<std::vector<master::Replica>>> MasterClient::BatchPut
   for (uint64_t checksum : checksums) request.add_checksums(checksum);
   request.mutable_config()->set_replica_num(config.replica_num);
   request.mutable_config()->set_with_soft_pin(config.with_soft_pin);
+  if (config.soft_pin_ttl_ms)
+    request.mutable_config()->set_soft_pin_ttl_ms(*config.soft_pin_ttl_ms);
   request.mutable_config()->set_with_hard_pin(config.with_hard_pin);
   request.mutable_config()->set_preferred_segment(config.preferred_segment);
   for (const std::string& name : config.preferred_segments) {

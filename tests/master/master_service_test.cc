@@ -801,6 +801,60 @@ TEST_F(EvictionTest, ExpiredSoftPinsCountAsUnpinned) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(master_->Exist(K("u", i)), i >= 2) << i;
 }
 
+TEST_F(EvictionTest, EachPutMayNameItsSoftPinTtl) {
+  Start(/*blocks=*/20, /*watermark=*/0.72, /*ratio=*/0.5);
+  ReplicateConfig brief, lasting, none;
+  brief.with_soft_pin = lasting.with_soft_pin = none.with_soft_pin = true;
+  brief.soft_pin_ttl_ms = 1000;                  // shorter than the default (60 s)
+  lasting.soft_pin_ttl_ms = 2 * 60 * 60 * 1000;  // longer than it
+  none.soft_pin_ttl_ms = 0;                      // no pin at all
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Put("c1", K("brief", i), kBlock, brief).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Put("c1", K("lasting", i), kBlock, lasting).ok());
+  ASSERT_TRUE(Put("c1", "none", kBlock, none).ok());
+  Advance(90s);  // past the brief pins and the default, within the lasting ones
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(Put("c1", K("u", i)).ok());
+  ASSERT_TRUE(Put("c1", "x").ok());  // 15 objects: 8 go, the least recent unpinned ones
+  EXPECT_EQ(master_->Stats().evicted_objects, 8u);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(master_->Exist(K("brief", i))) << i;
+  EXPECT_FALSE(master_->Exist("none"));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(master_->Exist(K("lasting", i))) << i;
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(master_->Exist(K("u", i)), i >= 4) << i;
+}
+
+TEST_F(EvictionTest, SoftPinTtlRulesAreChecked) {
+  Start(/*blocks=*/20, /*watermark=*/0.9, /*ratio=*/0.5);
+  ReplicateConfig unpinned;
+  unpinned.soft_pin_ttl_ms = 1000;  // a TTL without a soft pin
+  EXPECT_EQ(Code(master_->PutStart("c1", "a", kBlock, unpinned)), ErrorCode::kInvalidParams);
+  ReplicateConfig too_long;
+  too_long.with_soft_pin = true;
+  too_long.soft_pin_ttl_ms = options_.max_kv_soft_pin_ttl.count() + 1;
+  EXPECT_EQ(Code(master_->PutStart("c1", "a", kBlock, too_long)), ErrorCode::kInvalidParams);
+  EXPECT_EQ(Code(master_->UpsertStart("c1", "a", kBlock, too_long)), ErrorCode::kInvalidParams);
+  EXPECT_FALSE(master_->Exist("a"));
+  EXPECT_EQ(Objects(), 0u);
+  too_long.soft_pin_ttl_ms = options_.max_kv_soft_pin_ttl.count();  // the bound itself is taken
+  EXPECT_TRUE(Put("c1", "a", kBlock, too_long).ok());
+}
+
+TEST_F(EvictionTest, ReadsDoNotExtendASoftPin) {
+  // Upstream's rule: a soft pin lasts its TTL from the put's end, however often it is read.
+  Start(/*blocks=*/20, /*watermark=*/0.72, /*ratio=*/0.5);
+  ReplicateConfig soft;
+  soft.with_soft_pin = true;
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Put("c1", K("s", i), kBlock, soft).ok());
+  Advance(options_.default_kv_soft_pin_ttl - 10s);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(master_->GetReplicaList(K("s", i)).ok());
+  Advance(20s);  // the pins have lapsed, the read leases too
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(Put("c1", K("u", i)).ok());
+  ASSERT_TRUE(Put("c1", "x").ok());  // 15 objects: 8 go, in LRU order (no pin is left)
+  EXPECT_EQ(master_->Stats().evicted_objects, 8u);
+  // The s's were read before the u's were put: they go first. (Had the reads extended their
+  // pins, the 8 u's would have gone instead.)
+  for (int i = 0; i < 6; ++i) EXPECT_FALSE(master_->Exist(K("s", i))) << i;
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(master_->Exist(K("u", i)), i >= 2) << i;
+}
+
 TEST_F(EvictionTest, AllocationFailureEvictsThenRetries) {
   Start(/*blocks=*/10, /*watermark=*/1.0, /*ratio=*/0.1);
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(Put("c1", K("k", i)).ok());

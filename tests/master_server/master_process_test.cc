@@ -328,6 +328,8 @@ TEST(MasterFlagsTest, BadFlagsExitTwo) {
   EXPECT_EQ(RunToExit({rpc, ports, "--put_start_discard_timeout_sec=60",
                        "--put_start_release_timeout_sec=30"}),
             2);
+  EXPECT_EQ(RunToExit({rpc, ports, "--default_kv_soft_pin_ttl=2h", "--max_kv_soft_pin_ttl=1h"}), 2);
+  EXPECT_EQ(RunToExit({rpc, ports, "--max_kv_soft_pin_ttl=forever"}), 2);
   EXPECT_EQ(RunToExit({rpc, ports, "--rpc_address="}), 2);
   EXPECT_EQ(RunToExit({rpc, ports, "--cluster_id="}), 2);
   EXPECT_EQ(RunToExit({rpc, ports, "--etcd_endpoints=localhost"}), 2);

@@ -579,6 +579,13 @@ def test_soft_pin_ttl_is_optional_and_needs_enable(store):
     assert store.put("ttl-enabled", b"e", enabled) == 0
     assert store.upsert("ttl-enabled", b"E", enabled) == 0
     assert store.get("ttl-enabled") == b"E"
+    # Longer than the master's max_kv_soft_pin_ttl (24 h by default): the master refuses it.
+    enabled.soft_pin_ttl_ms = 24 * 3600 * 1000 + 1
+    assert store.put("ttl-too-long", b"t", enabled) == INVALID_PARAMS
+    assert store.put_batch(["ttl-too-long"], [b"t"], enabled) == INVALID_PARAMS
+    assert store.is_exist("ttl-too-long") == 0
+    enabled.soft_pin_ttl_ms = 24 * 3600 * 1000
+    assert store.put("ttl-longest", b"t", enabled) == 0
 
 
 def test_preferred_segment_places_the_replica(cluster, make_store):

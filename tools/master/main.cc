@@ -58,7 +58,11 @@ ABSL_FLAG(std::string, http_metadata_server_host, "0.0.0.0",
 ABSL_FLAG(std::string, default_kv_lease_ttl, "10000",
           "Read lease granted by each GetReplicaList: milliseconds, or a duration such as 10s.");
 ABSL_FLAG(std::string, default_kv_soft_pin_ttl, "1800000",
-          "How long a soft pin protects an object: milliseconds, or a duration such as 30m.");
+          "How long a soft pin protects an object when its put names no TTL: milliseconds, or a "
+          "duration such as 30m.");
+ABSL_FLAG(std::string, max_kv_soft_pin_ttl, "86400000",
+          "The longest soft-pin TTL a put may ask for (ReplicateConfig.soft_pin_ttl_ms): "
+          "milliseconds, or a duration such as 24h.");
 ABSL_FLAG(double, eviction_high_watermark_ratio, 0.90,
           "Usage ratio above which the master evicts (0 < r <= 1).");
 ABSL_FLAG(double, eviction_ratio, 0.05, "Fraction of objects each eviction pass frees (0..1).");
@@ -160,6 +164,12 @@ absl::Status ReadDurations(MasterOptions* options) {
   auto soft_pin =
       DurationFlag("default_kv_soft_pin_ttl", absl::GetFlag(FLAGS_default_kv_soft_pin_ttl), "ms");
   if (!soft_pin.ok()) return soft_pin.status();
+  auto max_soft_pin =
+      DurationFlag("max_kv_soft_pin_ttl", absl::GetFlag(FLAGS_max_kv_soft_pin_ttl), "ms");
+  if (!max_soft_pin.ok()) return max_soft_pin.status();
+  if (*soft_pin > *max_soft_pin) {
+    return FlagError("default_kv_soft_pin_ttl", "must not be longer than --max_kv_soft_pin_ttl");
+  }
   auto client_ttl = DurationFlag("client_ttl", absl::GetFlag(FLAGS_client_ttl), "s");
   if (!client_ttl.ok()) return client_ttl.status();
   if (auto s = CheckPositive("client_ttl", *client_ttl); !s.ok()) return s;
@@ -176,6 +186,7 @@ absl::Status ReadDurations(MasterOptions* options) {
   }
   options->default_kv_lease_ttl = *lease;
   options->default_kv_soft_pin_ttl = *soft_pin;
+  options->max_kv_soft_pin_ttl = *max_soft_pin;
   options->client_ttl = *client_ttl;
   options->put_start_discard_timeout = *discard;
   options->put_start_release_timeout = *release;

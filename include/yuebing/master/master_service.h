@@ -38,6 +38,8 @@ namespace yuebing::master {
 struct MasterOptions {
   std::chrono::milliseconds default_kv_lease_ttl{10000};
   std::chrono::milliseconds default_kv_soft_pin_ttl{30 * 60 * 1000};
+  // The longest soft-pin TTL a put may ask for (ReplicateConfig::soft_pin_ttl_ms).
+  std::chrono::milliseconds max_kv_soft_pin_ttl{24 * 60 * 60 * 1000};
   double eviction_high_watermark_ratio = 0.90;
   double eviction_ratio = 0.05;
   bool allow_evict_soft_pinned_objects = true;

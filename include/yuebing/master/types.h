@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,11 @@ struct DiskSyncReply {
 
 struct ReplicateConfig {
   uint32_t replica_num = 1;
-  bool with_soft_pin = false;  // evicted only after unpinned objects
+  bool with_soft_pin = false;  // evicted only after unpinned objects while the pin lasts
+  // With with_soft_pin: how long the pin lasts from the put's end, in ms (Mooncake's
+  // soft_pin_ttl_ms). Unset: the master's default_kv_soft_pin_ttl; 0: no pin. Set without
+  // with_soft_pin, or above the master's max_kv_soft_pin_ttl: the put fails (kInvalidParams).
+  std::optional<uint64_t> soft_pin_ttl_ms;
   bool with_hard_pin = false;  // never evicted (removed only by Remove)
   // When non-empty, the first replica goes to this segment if it has space.
   std::string preferred_segment;
