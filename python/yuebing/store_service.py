@@ -106,11 +106,15 @@ async def _json_object(request) -> Tuple[Optional[Dict[str, Any]], Optional[web.
     return data, None
 
 
-def _segment_ids(data: Dict[str, Any]) -> List[str]:
+async def _unmount_request(request) -> Tuple[Dict[str, Any], List[str], Optional[web.Response]]:
+    """(body, segment ids, None), or the 400 answer for a bad body or no segment_ids (one id may
+    be given as a string)."""
+    data, bad = await _json_object(request)
+    if bad is not None:
+        return {}, [], bad
     ids = data.get("segment_ids", [])
-    if isinstance(ids, str):
-        return [ids]
-    return list(ids) if isinstance(ids, (list, tuple)) else []
+    ids = [ids] if isinstance(ids, str) else list(ids) if isinstance(ids, (list, tuple)) else []
+    return data, ids, None if ids else _error(400, "Missing segment_ids")
 
 
 class MooncakeStoreService:
@@ -317,12 +321,9 @@ class MooncakeStoreService:
         return _answer(200, status="success", segment_ids=list(result["segment_ids"]))
 
     async def handle_unmount_shm(self, request) -> web.Response:
-        data, bad = await _json_object(request)
+        data, ids, bad = await _unmount_request(request)
         if bad is not None:
             return bad
-        ids = _segment_ids(data)
-        if not ids:
-            return _error(400, "Missing segment_ids")
         grace = data.get("grace_period_seconds", 0)
         failed = []
         try:
@@ -361,12 +362,9 @@ class MooncakeStoreService:
                        allocated_size=result["allocated_size"])
 
     async def handle_unmount(self, request) -> web.Response:
-        data, bad = await _json_object(request)
+        data, ids, bad = await _unmount_request(request)
         if bad is not None:
             return bad
-        ids = _segment_ids(data)
-        if not ids:
-            return _error(400, "Missing segment_ids")
         try:
             ret = await asyncio.to_thread(self.store.unmount_and_free_segment, ids,
                                           data.get("grace_period_seconds", 0))
