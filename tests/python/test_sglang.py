@@ -1,10 +1,10 @@
-"""yuebing.sglang: the SGLang HiCache storage backend, against a real yuebing cluster.
+"""yuebing under SGLang's HiCache storage layer, through SGLang's own code, on a real cluster.
 
-The first tests drive the backend through a small stand-in host pool with SGLang's zero-copy page
-API (kv_buffer, page_size, get_page_buffer_meta) and run without SGLang. The tests at the end use
-the real `sglang` package: its storage config, its dynamic backend factory, its own host KV pools
-(MHATokenToKVPoolHost, MLATokenToKVPoolHost on CPU) and its own `mooncake` backend over the
-`mooncake` alias. They are skipped, with the reason, when sglang or torch is not importable;
+`yuebing.sglang.YuebingHiCacheStorage` is SGLang's `MooncakeStore` over the `mooncake` alias,
+loaded through SGLang's `dynamic` backend factory. These tests build it, and SGLang's own built-in
+`mooncake` backend, with SGLang's factory over SGLang's own host KV pools (CPU), drive SGLang's
+`HiCacheController` backup and prefetch threads over them, and compare pages byte for byte. They
+need the `sglang` package and torch, and are skipped (with the reason) without them;
 scripts/test-integrations installs both (exact pins) and runs this file.
 """
 
@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import os
+import threading
 import uuid
-from types import SimpleNamespace
 from typing import List
 
 import pytest
 
 from conftest import new_store
-
-np = pytest.importorskip("numpy")
 
 
 def sglang_missing_reason():
@@ -28,267 +27,45 @@ def sglang_missing_reason():
         importlib.import_module("torch")
         importlib.import_module("sglang.srt.mem_cache.hicache_storage")
         importlib.import_module("sglang.srt.mem_cache.storage.backend_factory")
+        importlib.import_module("sglang.srt.mem_cache.storage.mooncake_store.mooncake_store")
     except Exception as e:  # ImportError or a broken partial install
-        return f"sglang/torch not importable ({type(e).__name__}: {e}); run scripts/test-integrations"
+        return (f"sglang/torch not importable ({type(e).__name__}: {e}); "
+                "run scripts/test-integrations")
     return None
 
 
-class _Buf:
-    """A host buffer with the tensor methods the backend uses (data_ptr/numel/element_size)."""
+pytestmark = pytest.mark.skipif(sglang_missing_reason() is not None,
+                                reason=str(sglang_missing_reason()))
 
-    def __init__(self, nbytes: int):
-        self.raw = (ctypes.c_uint8 * nbytes)()
-        self.view = np.frombuffer(self.raw, dtype=np.uint8)
-
-    def data_ptr(self) -> int:
-        return ctypes.addressof(self.raw)
-
-    def numel(self) -> int:
-        return len(self.raw)
-
-    def element_size(self) -> int:
-        return 1
-
-
-class StandInPool:
-    """Pages of `page_bytes` per token slot group: K half then V half (page-first), or
-    `layers` separate K/V chunks per page (layer-first, several buffers per object)."""
-
-    def __init__(self, pages: int, page_size: int = 4, token_bytes: int = 64,
-                 layer_first: bool = False, layers: int = 4, mla: bool = False):
-        self.page_size, self.token_bytes = page_size, token_bytes
-        self.size = pages * page_size
-        self.layer_first, self.layers, self.mla = layer_first, layers, mla
-        self.parts = 1 if mla else 2
-        self.kv_buffer = _Buf(self.parts * self.size * token_bytes)
-
-    def get_page_buffer_meta(self, indices):
-        idx = list(indices.tolist() if hasattr(indices, "tolist") else indices)
-        base, half = self.kv_buffer.data_ptr(), self.size * self.token_bytes
-        page_bytes = self.page_size * self.token_bytes
-        ptrs: List[int] = []
-        for i in range(0, len(idx), self.page_size):
-            start = base + idx[i] * self.token_bytes
-            if self.layer_first:  # per layer: k[, v], each a slice of the page
-                step = page_bytes // self.layers
-                for layer in range(self.layers):
-                    for part in range(self.parts):
-                        ptrs.append(start + part * half + layer * step)
-            else:
-                ptrs.extend(start + part * half for part in range(self.parts))
-        size = page_bytes // self.layers if self.layer_first else page_bytes
-        return ptrs, [size] * len(ptrs)
-
-    def fill(self, page: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        for part in range(self.parts):
-            self.page_view(page, part)[:] = rng.integers(0, 256, self.page_size * self.token_bytes,
-                                                         dtype=np.uint8)
-
-    def page_view(self, page: int, part: int):
-        half = self.size * self.token_bytes
-        page_bytes = self.page_size * self.token_bytes
-        start = part * half + page * page_bytes
-        return self.kv_buffer.view[start:start + page_bytes]
-
-    def indices(self, pages: List[int]):
-        return np.array([p * self.page_size + t for p in pages for t in range(self.page_size)])
-
-
-def config(tp_rank=0, mla=False, pp_rank=0, pp_size=1, extra=None):
-    return SimpleNamespace(tp_rank=tp_rank, tp_size=4, pp_rank=pp_rank, pp_size=pp_size,
-                           is_mla_model=mla, extra_config=extra,
-                           is_storage_writer=(not mla or tp_rank == 0))
-
-
-@pytest.fixture
-def backend_factory(cluster):
-    from yuebing.sglang import YuebingHiCacheStorage
-
-    made = []
-
-    def make(pool, **cfg):
-        b = YuebingHiCacheStorage(config(**cfg), {}, store=new_store(cluster.master_address, 0))
-        b.register_mem_pool_host(pool)
-        made.append(b)
-        return b
-
-    yield make
-    for b in made:
-        b.close()
-        b.store.close()
+TAG, MODEL = "yb-test", "org/model-7b"
 
 
 def hashes(n: int) -> List[str]:
-    tag = uuid.uuid4().hex[:8]
-    return [f"{tag}{i:04x}" for i in range(n)]
+    return [uuid.uuid4().hex for _ in range(n)]
 
 
-@pytest.mark.parametrize("layer_first", [False, True])
-def test_mha_pages_round_trip_on_several_ranks(backend_factory, layer_first):
-    keys = hashes(5)
-    writers, readers = [], []
-    for rank in range(3):
-        src = StandInPool(8, layer_first=layer_first)
-        for p in range(5):
-            src.fill(p, seed=rank * 100 + p)
-        b = backend_factory(src, tp_rank=rank)
-        assert b.batch_exists(keys) == 0
-        assert b.batch_set_v1(keys, src.indices([0, 1, 2, 3, 4])) == [True] * 5
-        assert b.batch_exists(keys) == 5
-        writers.append(src)
-        readers.append(backend_factory(StandInPool(8, layer_first=layer_first), tp_rank=rank))
-    store = readers[0].store
-    for rank in range(3):
-        assert store.is_exist(f"{keys[0]}_{rank}_k") == 1
-        assert store.is_exist(f"{keys[0]}_{rank}_v") == 1
-    for rank, (src, reader) in enumerate(zip(writers, readers)):
-        dst = reader.mem_pool_host
-        # read pages 4,3,2,1,0 into host slots 7,6,5,4,3
-        assert reader.batch_get_v1(keys[::-1], dst.indices([3, 4, 5, 6, 7])) == [True] * 5
-        for i, p in enumerate(range(4, -1, -1)):
-            for part in (0, 1):
-                assert bytes(dst.page_view(3 + i, part)) == bytes(src.page_view(p, part)), \
-                    (rank, p, part)
-
-
-def test_batch_exists_is_the_leading_run_and_misses_read_false(backend_factory):
-    keys = hashes(4)
-    src = StandInPool(4)
-    for p in range(4):
-        src.fill(p, seed=p)
-    b = backend_factory(src, tp_rank=0)
-    assert b.batch_set_v1([keys[0], keys[1], keys[3]], src.indices([0, 1, 3])) == [True] * 3
-    assert b.batch_exists(keys) == 2
-    assert b.batch_exists(keys[3:]) == 1
-    assert b.batch_exists([]) == 0
-    # a page with only its V object is not a hit
-    b.store.remove(f"{keys[1]}_0_k")
-    assert b.batch_exists(keys) == 1
-    assert b.batch_get_v1(keys, src.indices([0, 1, 2, 3])) == [True, False, False, True]
-    # writing existing pages again is a success, not an error
-    assert b.batch_set_v1([keys[0]], src.indices([0])) == [True]
-    assert b.exists(f"{keys[0]}_0_k") and not b.exists(f"{keys[2]}_0_k")
-
-
-@pytest.mark.parametrize("layer_first", [False, True])
-def test_mla_one_writer_all_ranks_read(backend_factory, layer_first):
-    keys = hashes(3)
-    src0 = StandInPool(4, mla=True, layer_first=layer_first)
-    src1 = StandInPool(4, mla=True, layer_first=layer_first)
-    for p in range(3):
-        src0.fill(p, seed=10 + p)
-        src1.fill(p, seed=20 + p)
-    w = backend_factory(src0, tp_rank=0, mla=True)
-    other = backend_factory(src1, tp_rank=1, mla=True)
-    assert other.batch_set_v1(keys, src1.indices([0, 1, 2])) == [True] * 3  # not a writer
-    assert other.batch_exists(keys) == 0
-    assert w.batch_set_v1(keys, src0.indices([0, 1, 2])) == [True] * 3
-    assert w.store.is_exist(f"{keys[0]}__k") == 1
-    for rank in (1, 2):
-        r = backend_factory(StandInPool(4, mla=True, layer_first=layer_first), tp_rank=rank,
-                            mla=True)
-        assert r.batch_exists(keys) == 3
-        assert r.batch_get_v1(keys, r.mem_pool_host.indices([2, 1, 0])) == [True] * 3
-        for i in range(3):
-            assert bytes(r.mem_pool_host.page_view(2 - i, 0)) == bytes(src0.page_view(i, 0))
-
-
-def test_pipeline_parallel_ranks_have_their_own_keys(backend_factory):
-    keys = hashes(1)
-    src = StandInPool(2)
-    src.fill(0, seed=1)
-    b = backend_factory(src, tp_rank=1, pp_rank=1, pp_size=2)
-    assert b.batch_set_v1(keys, src.indices([0])) == [True]
-    assert b.store.is_exist(f"{keys[0]}_1_1_k") == 1
-    assert backend_factory(StandInPool(2), tp_rank=1, pp_rank=0, pp_size=2).batch_exists(keys) == 0
-
-
-def test_single_object_forms(backend_factory):
-    b = backend_factory(StandInPool(2), tp_rank=0)
-    key = hashes(1)[0]
-    assert b.get(key) is None
-    assert b.set(key, b"hello") and b.exists(key)
-    assert b.get(key) == b"hello"
-    assert b.set(key, b"other")  # already there: kept, success
-    assert b.get(key) == b"hello"
-    assert b.batch_set([key + "a", key + "b"], [b"x", b"y"])
-    assert b.batch_get([key + "a", key + "b", key + "c"]) == [b"x", b"y", None]
-
-
-def test_setup_from_extra_config_and_environment(cluster, monkeypatch):
-    from yuebing.sglang import YuebingHiCacheStorage
-
-    b = YuebingHiCacheStorage(config(extra={"master_server_address": cluster.master_address,
-                                            "local_hostname": "127.0.0.1",
-                                            "global_segment_size": 0,
-                                            "local_buffer_size": 16 << 20,
-                                            "backend_name": "yuebing"}), {})
-    assert b.set(hashes(1)[0], b"v")
-    b.close()
-    monkeypatch.delenv("MOONCAKE_CONFIG_PATH", raising=False)
-    monkeypatch.setenv("MOONCAKE_MASTER", cluster.master_address)
-    monkeypatch.setenv("MOONCAKE_LOCAL_HOSTNAME", "127.0.0.1")
-    monkeypatch.setenv("MOONCAKE_GLOBAL_SEGMENT_SIZE", "0")
-    monkeypatch.setenv("MOONCAKE_LOCAL_BUFFER_SIZE", str(16 << 20))
-    b = YuebingHiCacheStorage(config(), {})
-    assert b.exists("no-such-key") is False
-    b.close()
-
-
-# ---- with the real sglang package ---------------------------------------------------------
-
-needs_sglang = pytest.mark.skipif(sglang_missing_reason() is not None,
-                                  reason=str(sglang_missing_reason()))
-
-
-def sglang_config(tp_rank=0, mla=False, extra=None):
+def sglang_config(tp_rank=0, mla=False, extra=None, model_name="test-model"):
     from sglang.srt.mem_cache.hicache_storage import HiCacheStorageConfig
 
     return HiCacheStorageConfig(tp_rank=tp_rank, tp_size=2, pp_rank=0, pp_size=1,
                                 attn_cp_rank=0, attn_cp_size=1, is_mla_model=mla,
                                 enable_storage_metrics=False, is_page_first_layout=True,
-                                model_name="test-model", extra_config=extra)
+                                model_name=model_name, extra_config=extra)
 
 
-@needs_sglang
-@pytest.mark.parametrize("mla", [False, True])
-def test_sglang_dynamic_factory_loads_the_backend(cluster, mla):
-    from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
-    from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
+def client_extra(cluster, backend: str) -> dict:
+    """The extra config of one SGLang rank's client (SGLang's MooncakeStoreConfig names)."""
+    extra = {"master_server_address": cluster.master_address, "local_hostname": "127.0.0.1",
+             "global_segment_size": 0, "local_buffer_size": 16 << 20, "protocol": "tcp",
+             "metadata_server": "P2PHANDSHAKE", "check_server": False}
+    if backend == "yuebing":
+        extra.update(backend_name="yuebing", module_path="yuebing.sglang",
+                     class_name="YuebingHiCacheStorage")
+    return extra
 
-    from yuebing.sglang import YuebingHiCacheStorage
 
-    extra = {"backend_name": "yuebing", "module_path": "yuebing.sglang",
-             "class_name": "YuebingHiCacheStorage",
-             "master_server_address": cluster.master_address, "local_hostname": "127.0.0.1",
-             "global_segment_size": 0, "local_buffer_size": 16 << 20}
-    keys = hashes(3)
-    backends = []
-    try:
-        for rank in (0, 1):
-            b = StorageBackendFactory.create_backend("dynamic", sglang_config(rank, mla, extra),
-                                                     None)
-            assert isinstance(b, HiCacheStorage) and isinstance(b, YuebingHiCacheStorage)
-            pool = StandInPool(4, mla=mla)
-            for p in range(3):
-                pool.fill(p, seed=rank * 10 + p)
-            b.register_mem_pool_host(pool)
-            backends.append(b)
-        for b in backends:
-            assert b.batch_set_v1(keys, b.mem_pool_host.indices([0, 1, 2])) == [True] * 3
-        for rank, b in enumerate(backends):
-            assert b.batch_exists(keys) == 3
-            dst = StandInPool(4, mla=mla)
-            b.register_mem_pool_host(dst)
-            assert b.batch_get_v1(keys, dst.indices([1, 2, 3])) == [True] * 3
-            for p in range(3):
-                expect = StandInPool(4, mla=mla)
-                expect.fill(p, seed=(0 if mla else rank) * 10 + p)
-                assert bytes(dst.page_view(p + 1, 0)) == bytes(expect.page_view(p, 0))
-    finally:
-        for b in backends:
-            b.close()
+def factory_name(backend: str) -> str:
+    return "dynamic" if backend == "yuebing" else "mooncake"
 
 
 def real_pool(mla: bool, layout: str, seed: int = 0):
@@ -362,26 +139,39 @@ def make_pool_or_skip(mla, layout, seed=0):
                     f"{type(e).__name__}: {e}")
 
 
-def sglang_backend(cluster, cls_name, rank, mla, pool):
-    extra = {"master_server_address": cluster.master_address, "local_hostname": "127.0.0.1",
-             "global_segment_size": 0, "local_buffer_size": 16 << 20, "protocol": "tcp",
-             "metadata_server": "P2PHANDSHAKE", "check_server": False}
-    cfg = sglang_config(rank, mla, extra)
-    if cls_name == "yuebing":
-        from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
+def sglang_backend(cluster, backend, rank, mla, pool, **extra_overrides):
+    from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
 
-        extra.update(backend_name="yuebing", module_path="yuebing.sglang",
-                     class_name="YuebingHiCacheStorage")
-        b = StorageBackendFactory.create_backend("dynamic", cfg, pool)
-    else:  # SGLang's own mooncake backend, on yuebing through the `mooncake` alias
-        from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
-
-        b = StorageBackendFactory.create_backend("mooncake", cfg, pool)
+    extra = client_extra(cluster, backend)
+    extra.update(extra_overrides)
+    model = extra.pop("model_name", "test-model")
+    b = StorageBackendFactory.create_backend(factory_name(backend),
+                                             sglang_config(rank, mla, extra, model), pool)
     b.register_mem_pool_host(pool)
     return b
 
 
-@needs_sglang
+def test_dynamic_factory_builds_sglangs_mooncake_class_with_zero_copy_on(cluster):
+    from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
+    from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
+    from sglang.srt.mem_cache.storage.mooncake_store.mooncake_store import MooncakeStore
+
+    from yuebing.sglang import YuebingHiCacheStorage
+
+    extra = client_extra(cluster, "yuebing")
+    assert "interface_v1" not in extra
+    cfg = sglang_config(0, False, extra)
+    b = StorageBackendFactory.create_backend("dynamic", cfg, None)
+    try:
+        assert isinstance(b, YuebingHiCacheStorage)
+        assert isinstance(b, MooncakeStore) and isinstance(b, HiCacheStorage)
+        # The cache controller reads this after building the backend to pick its zero-copy
+        # page functions (the only ones SGLang's Mooncake class implements).
+        assert cfg.extra_config["interface_v1"] == 1
+    finally:
+        b.close()
+
+
 @pytest.mark.parametrize("backend", ["yuebing", "mooncake"])
 @pytest.mark.parametrize("mla,layout", [(False, "page_first"), (False, "layer_first"),
                                         (True, "page_first"), (True, "layer_first")])
@@ -400,8 +190,6 @@ def test_sglang_host_pools_round_trip(cluster, backend, mla, layout):
         for rank, w in enumerate(list(writers)):
             assert w.batch_exists(keys) == 3
             assert w.batch_exists(keys + hashes(1)) == 3
-            if not mla and backend == "yuebing":  # mooncake's may prefix its keys
-                assert w.exists(f"{keys[0]}_{rank}_k") and w.exists(f"{keys[0]}_{rank}_v")
             dst = make_pool_or_skip(mla, layout, seed=99)
             r = sglang_backend(cluster, backend, rank, mla, dst)
             writers.append(r)
@@ -412,3 +200,202 @@ def test_sglang_host_pools_round_trip(cluster, backend, mla, layout):
     finally:
         for b in writers:
             b.close()
+
+
+@pytest.mark.parametrize("writer,reader", [("yuebing", "mooncake"), ("mooncake", "yuebing")])
+@pytest.mark.parametrize("mla", [False, True])
+def test_yuebing_and_sglangs_mooncake_backend_read_each_others_pages(cluster, writer, reader,
+                                                                     mla):
+    """Same keys, tag and model prefix included: a page one backend stored is a hit in the
+    other, with the same bytes, and the objects carry SGLang's key names."""
+    keys = hashes(2)
+    tagged = {"extra_backend_tag": TAG, "model_name": MODEL}
+    made = []
+    try:
+        src = make_pool_or_skip(mla, "page_first", seed=7)
+        w = sglang_backend(cluster, writer, 0, mla, src, **tagged)
+        made.append(w)
+        assert w.batch_set_v1(keys, slots(src, [1, 2])) == [True, True]
+        dst = make_pool_or_skip(mla, "page_first", seed=8)
+        r = sglang_backend(cluster, reader, 0, mla, dst, **tagged)
+        made.append(r)
+        assert r.batch_exists(keys) == 2
+        assert r.batch_get_v1(keys, slots(dst, [4, 5])) == [True, True]
+        for i in range(2):
+            assert page_bytes(dst, 4 + i) == page_bytes(src, 1 + i)
+        # Another model's (or untagged) backend sees none of them.
+        other = sglang_backend(cluster, reader, 0, mla, make_pool_or_skip(mla, "page_first"))
+        made.append(other)
+        assert other.batch_exists(keys) == 0
+        raw = new_store(cluster.master_address)
+        try:
+            prefix = f"{TAG}_{MODEL.replace('/', '-')}_{keys[0]}"
+            names = [f"{prefix}__k"] if mla else [f"{prefix}_0_k", f"{prefix}_0_v"]
+            assert raw.batch_is_exist(names) == [1] * len(names)
+        finally:
+            raw.close()
+    finally:
+        for b in made:
+            b.close()
+
+
+def mamba_host_pool(seed: int):
+    """SGLang's MambaPoolHost (a hybrid model's Mamba state pool) on CPU, random states."""
+    import torch
+    from sglang.srt.mem_cache.device_pool_info import MambaStateBufferInfo
+    from sglang.srt.mem_cache.pool_host.mamba import MambaPoolHost
+
+    layers, checkpoints = 2, 8
+    info = MambaStateBufferInfo(temporal=torch.zeros(layers, checkpoints, 4, 8),
+                                conv=(torch.zeros(layers, checkpoints, 3, 16),))
+    pool = MambaPoolHost(info, 2.0, 0, device_capacity=checkpoints, pin_memory=False,
+                         device="cpu", layout="page_first")
+    gen = torch.Generator().manual_seed(seed)
+    for buf in pool.get_hybrid_pool_buffer():
+        buf.copy_(torch.rand(buf.shape, generator=gen))
+    return pool
+
+
+@pytest.mark.parametrize("writer,reader", [("yuebing", "mooncake"), ("mooncake", "yuebing")])
+def test_hybrid_model_pages_through_the_v2_interface(cluster, writer, reader):
+    """A hybrid (Mamba) model: KV pages through v1, Mamba states through batch_set_v2 /
+    batch_exists_v2 / batch_get_v2, written by one backend and read by the other."""
+    import torch
+    from sglang.srt.mem_cache.hicache_storage import PoolName, PoolTransfer
+
+    keys = hashes(2)
+    made = []
+    try:
+        kv_src, mamba_src = make_pool_or_skip(False, "page_first", seed=3), mamba_host_pool(3)
+        w = sglang_backend(cluster, writer, 0, False, kv_src)
+        made.append(w)
+        w.register_mem_host_pool_v2(mamba_src, PoolName.MAMBA)
+        src_states = mamba_src.alloc(2)
+        assert w.batch_set_v1(keys, slots(kv_src, [1, 2])) == [True, True]
+        put = w.batch_set_v2([PoolTransfer(name=PoolName.MAMBA, host_indices=src_states,
+                                           keys=keys)])
+        assert put[PoolName.MAMBA] == [True, True]
+
+        kv_dst, mamba_dst = make_pool_or_skip(False, "page_first", seed=4), mamba_host_pool(4)
+        r = sglang_backend(cluster, reader, 0, False, kv_dst)
+        made.append(r)
+        r.register_mem_host_pool_v2(mamba_dst, PoolName.MAMBA)
+        hits = r.batch_exists_v2(keys, [PoolTransfer(name=PoolName.MAMBA, keys=keys)])
+        assert hits.kv_hit_pages == 2 and hits.extra_pool_hit_pages[PoolName.MAMBA] == 2
+        missing = hashes(1)
+        assert r.batch_exists_v2(missing, [PoolTransfer(name=PoolName.MAMBA,
+                                                        keys=missing)]).kv_hit_pages == 0
+        dst_states = mamba_dst.alloc(2)
+        got = r.batch_get_v2([PoolTransfer(name=PoolName.MAMBA, host_indices=dst_states,
+                                           keys=keys)])
+        assert got[PoolName.MAMBA] == [True, True]
+        # page_first host buffers: (slot, layer, 1, *state shape)
+        for a, b in zip(mamba_src.get_hybrid_pool_buffer(), mamba_dst.get_hybrid_pool_buffer()):
+            for i in range(2):
+                assert torch.equal(a[int(src_states[i])], b[int(dst_states[i])])
+    finally:
+        for b in made:
+            b.close()
+
+
+def test_check_server_polls_the_masters_admin_page(cluster):
+    """MOONCAKE_CHECK_SERVER / check_server: SGLang waits for the master's /get_all_segments."""
+    pool = make_pool_or_skip(False, "page_first")
+    b = sglang_backend(cluster, "yuebing", 0, False, pool, check_server=True,
+                       master_metrics_port=cluster.metrics_port)
+    try:
+        assert b.batch_set_v1(hashes(1), slots(pool, [0])) == [True]
+    finally:
+        b.close()
+
+
+# ---- SGLang's HiCacheController: its backup and prefetch threads over the backends ------------
+
+
+@pytest.fixture(scope="module")
+def single_rank_runtime():
+    """torch.distributed (gloo, one rank) and SGLang's parallel context of one TP rank, which
+    the controller reads; this is what SGLang's scheduler sets up before building it."""
+    import torch.distributed as dist
+    from sglang.srt.runtime_context import get_parallel
+
+    from conftest import free_port
+
+    if not dist.is_initialized():
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ["MASTER_PORT"] = str(free_port())
+        dist.init_process_group("gloo", rank=0, world_size=1)
+    get_parallel().override_permanently(tp_rank=0, tp_size=1, pp_rank=0, pp_size=1,
+                                        attn_dcp_size=1, attn_dcp_rank=0)
+    yield dist.group.WORLD
+
+
+def controller(cluster, backend, tp_group, seed):
+    """SGLang's HiCacheController over a CPU device pool (MHATokenToKVPool), its allocator and
+    an MHA host pool built from it, with `backend` attached at construction."""
+    import torch
+    from sglang.srt.managers.cache_controller import HiCacheController
+    from sglang.srt.mem_cache.allocator.token import TokenToKVPoolAllocator
+    from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool
+    from sglang.srt.mem_cache.pool_host.mha import MHATokenToKVPoolHost
+
+    device = MHATokenToKVPool(64, 4, torch.float32, 2, 8, 2, "cpu", False)
+    allocator = TokenToKVPoolAllocator(64, torch.float32, "cpu", device, False)
+    host = MHATokenToKVPoolHost(device._mha_buffer_info(), 2.0, 0, 4, "page_first",
+                                pin_memory=False, device="cpu", device_capacity_tokens=64,
+                                start_layer=0, end_layer=2)
+    host.kv_buffer.copy_(torch.rand(host.kv_buffer.shape,
+                                    generator=torch.Generator().manual_seed(seed)))
+    extra = client_extra(cluster, backend)
+    extra["extra_backend_tag"] = TAG
+    return HiCacheController(allocator, host, 4, tp_group, threading.Event(),
+                             io_backend="direct", storage_backend=factory_name(backend),
+                             model_name=MODEL, storage_backend_extra_config=extra)
+
+
+@pytest.mark.parametrize("writer,reader", [("yuebing", "yuebing"), ("yuebing", "mooncake"),
+                                           ("mooncake", "yuebing")])
+def test_cache_controller_backs_up_and_prefetches_pages(cluster, single_rank_runtime, writer,
+                                                        reader):
+    from sglang.srt.mem_cache.utils import get_storage_hash_str
+
+    tokens = [int(t) for t in uuid.uuid4().bytes[:12]]  # three pages of four tokens
+    page_hashes = get_storage_hash_str(tokens, None, page_size=4)
+    made = []
+    try:
+        w = controller(cluster, writer, single_rank_runtime, seed=11)
+        made.append(w)
+        assert w.page_set_func == w._page_set_zero_copy
+        src_indices = w.mem_pool_host.alloc(len(tokens))
+        w.write_storage(src_indices, tokens, hash_value=page_hashes)
+        done = w.ack_backup_queue.get(timeout=30)
+        assert done.completed_tokens == len(tokens)
+
+        r = controller(cluster, reader, single_rank_runtime, seed=12)
+        made.append(r)
+        assert r.page_get_func == r._page_get_zero_copy
+        op = r.prefetch("req-1", tokens)
+        # What the scheduler thread does with a storage hit: host slots, then the IO thread.
+        assert r.prefetch_hit_queue.get(timeout=30) is op
+        assert op.storage_hit_count == len(tokens) and op.hash_value == page_hashes
+        op.host_indices = r.alloc_prefetch_host_buffers(op, len(tokens))
+        r.prefetch_buffer.put(op)
+        completed = 0
+        while True:
+            ack = r.ack_prefetch_queue.get(timeout=30)
+            if ack.completed_tokens is not None:
+                completed = ack.completed_tokens
+            if ack.completed_req:
+                break
+        assert completed == len(tokens)
+        for page in range(3):
+            got = page_bytes(r.mem_pool_host, int(op.host_indices[page * 4]) // 4)
+            want = page_bytes(w.mem_pool_host, int(src_indices[page * 4]) // 4)
+            assert got == want, page
+
+        # A prefix nobody stored is a miss: no hit, nothing to transfer.
+        miss = r.prefetch("req-2", [t ^ 0xFF for t in tokens])
+        assert r.prefetch_hit_queue.get(timeout=30) is miss and miss.storage_hit_count == 0
+    finally:
+        for c in made:
+            c.detach_storage_backend()
