@@ -943,15 +943,6 @@ void BindStore(py::module_& m) {
            "Dict form: local_hostname and metadata_server required; global_segment_size and "
            "local_buffer_size (default 16MB, units accepted), protocol ('tcp'), rdma_devices, "
            "master_server_addr ('127.0.0.1:50051').")
-      .def(
-          "setup_dummy",
-          [](S&, int64_t, int64_t, const std::string&) {
-            YB_LOG_ERROR(
-                "yuebing: setup_dummy (standalone Mooncake client process) is not "
-                "supported; use setup()");
-            return kInvalidParams;
-          },
-          py::arg("mem_pool_size"), py::arg("local_buffer_size"), py::arg("server_address"))
       .def("close", &S::Close)
       .def("health_check", &S::HealthCheck,
            "0 healthy, 1 not set up or closed, 2 master unreachable.")

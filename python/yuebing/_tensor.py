@@ -197,7 +197,12 @@ def get_tensor_into(self, key: str, buffer_ptr: int, size: int):
 
 
 def batch_get_tensor_into(self, keys: List[str], buffer_ptrs: List[int], sizes: List[int]):
-    results = self.batch_get_into(list(keys), list(buffer_ptrs), list(sizes))
+    """One tensor (None on a miss) per key; upstream's rule for bad arguments (lists of other
+    lengths, a null pointer): -600 for every key, nothing read."""
+    keys, buffer_ptrs, sizes = list(keys), list(buffer_ptrs), list(sizes)
+    if len(buffer_ptrs) != len(keys) or len(sizes) != len(keys) or 0 in buffer_ptrs:
+        return [_INVALID_PARAMS] * len(keys)
+    results = self.batch_get_into(keys, buffer_ptrs, sizes)
     out = []
     for read, ptr in zip(results, buffer_ptrs):
         if read <= 0:

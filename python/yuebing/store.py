@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 
 from yuebing import _tensor
+from yuebing._tensor import _INVALID_PARAMS
 from yuebing._yuebing import (  # noqa: F401  (re-exports)
     BufferHandle,
     Descriptor,
@@ -70,6 +71,10 @@ __all__ = [
 ]
 
 
+_RPC_FAIL = -900  # the real client (or master) did not answer
+_DUMMY_SETUP_TIMEOUT_S = 5.0
+
+
 class MooncakeDistributedStore(_NativeStore):
     """A store client: Put/Get of immutable objects in a yuebing cluster (see module doc)."""
 
@@ -91,6 +96,53 @@ class MooncakeDistributedStore(_NativeStore):
         is malformed; otherwise returns setup()'s code.
         """
         return self.setup_from_config(MooncakeConfig.load_from_env())
+
+    def setup_dummy(self, mem_pool_size: int, local_buffer_size: int,
+                    server_address: str) -> int:
+        """Joins the cluster of the real client at `server_address` ("host:port" of a
+        `yuebing-client` / `mooncake_client`, same host) as a client that lends no memory.
+
+        The real client answers its cluster's settings (see yuebing.real_client); this store then
+        sets up with them, its transfer engine on the host of `server_address`, and moves data
+        itself between its registered buffers and the stores (shared memory on the same host).
+        `mem_pool_size` is accepted for upstream's signature: a dummy's buffers need no pool
+        shared with the real client here (register_buffer works on any memory). Returns 0, -600
+        for bad arguments or a store already set up, -900 when the real client does not answer
+        within 5 s, or setup()'s code.
+        """
+        import json
+        import urllib.error
+        import urllib.request
+
+        from yuebing.real_client import DUMMY_SETUP_PATH
+
+        host, sep, port = str(server_address).rpartition(":")
+        if (not sep or not host or not port.isdigit() or not isinstance(mem_pool_size, int)
+                or not isinstance(local_buffer_size, int) or mem_pool_size < 0
+                or local_buffer_size < 0):
+            return _INVALID_PARAMS
+        host = host.strip("[]")
+        try:
+            url = f"http://{server_address}{DUMMY_SETUP_PATH}"
+            with urllib.request.urlopen(url, timeout=_DUMMY_SETUP_TIMEOUT_S) as reply:
+                cluster = json.loads(reply.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return _RPC_FAIL
+        return self.setup(host, cluster["metadata_server"], 0, local_buffer_size,
+                          cluster["protocol"], cluster["device_names"],
+                          cluster["master_server_address"], tenant_id=cluster["tenant_id"])
+
+    def alloc_from_mem_pool(self, size: int) -> int:
+        """Page-aligned host memory of `size` bytes for zero-copy calls (upstream's dummy-client
+        allocation; works on any store here). Register it with register_buffer() before
+        batch_put_from / batch_get_into use it. It lives as long as this store object (close()
+        does not free it: buffers may still be in use). Returns the address, 0 on failure."""
+        if not isinstance(size, int) or size <= 0:
+            return 0
+        allocator = self.__dict__.get("_mem_pool")
+        if allocator is None:
+            allocator = self.__dict__.setdefault("_mem_pool", MooncakeHostMemAllocator())
+        return allocator.alloc(size)
 
     def get_offload_rpc_read_count(self) -> int:
         """Reads served from a store's disk tier by this client (upstream's counter of

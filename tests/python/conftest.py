@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -157,6 +158,29 @@ class Cluster:
             store.stop()
         if self.master is not None:
             self.master.stop()
+
+
+REAL_CLIENT_SEGMENT = "64MB"
+
+
+def start_real_client(master_address: str, *flags: str) -> "RealClient":
+    """A `yuebing-client` process (python -m yuebing.real_client, upstream's flags) joined to
+    the master at `master_address`, lending REAL_CLIENT_SEGMENT; stop it with .proc.stop()."""
+    port = free_port()
+    proc = Process([sys.executable, "-m", "yuebing.real_client", "--host=127.0.0.1",
+                    f"--port={port}", f"--master_server_address={master_address}",
+                    "--metadata_server=P2PHANDSHAKE", "--protocol=tcp",
+                    f"--global_segment_size={REAL_CLIENT_SEGMENT}", *flags], "yuebing-client")
+    line = proc.wait_for("yuebing-client ready")
+    segment = line.split("segment=")[1].strip()
+    return RealClient(proc, f"127.0.0.1:{port}", segment)
+
+
+class RealClient:
+    """A running real client: its process, the address dummies use, its segment name."""
+
+    def __init__(self, proc: Process, address: str, segment: str):
+        self.proc, self.address, self.segment = proc, address, segment
 
 
 def cluster_missing_reason() -> Optional[str]:

@@ -68,7 +68,7 @@ def factory_name(backend: str) -> str:
     return "dynamic" if backend == "yuebing" else "mooncake"
 
 
-def real_pool(mla: bool, layout: str, seed: int = 0):
+def real_pool(mla: bool, layout: str, seed: int = 0, allocator_type: str = "default"):
     """One of SGLang's own host KV pools (MHATokenToKVPoolHost / MLATokenToKVPoolHost) on CPU,
     filled with random values."""
     import torch
@@ -107,7 +107,8 @@ def real_pool(mla: bool, layout: str, seed: int = 0):
                              page_size=page, head_num=heads, head_dim=dim, v_head_dim=dim,
                              dtype=torch.float32, device=torch.device("cpu"))
         pool = MHATokenToKVPoolHost(info, 2.0, 0, page, layout, pin_memory=False, device="cpu",
-                                    device_capacity_tokens=64, start_layer=0, end_layer=layers)
+                                    allocator_type=allocator_type, device_capacity_tokens=64,
+                                    start_layer=0, end_layer=layers)
     bufs = pool.kv_buffer if isinstance(pool.kv_buffer, (list, tuple)) else [pool.kv_buffer]
     gen = torch.Generator().manual_seed(seed)
     for b in bufs:
@@ -307,6 +308,36 @@ def test_check_server_polls_the_masters_admin_page(cluster):
         assert b.batch_set_v1(hashes(1), slots(pool, [0])) == [True]
     finally:
         b.close()
+
+
+def test_standalone_storage_through_a_real_client(private_cluster):
+    """SGLang's standalone-storage mode: the host pool from Mooncake's tensor allocator, the
+    backend joined through a real client (setup_dummy), pages round trip through it."""
+    from conftest import start_real_client
+
+    cluster = private_cluster(stores=0)
+    real = start_real_client(cluster.master_address)
+    made = []
+    try:
+        extra = {"standalone_storage": True, "client_server_address": real.address,
+                 "check_server": False}
+        keys = hashes(2)
+        src = real_pool(False, "page_first", 21, allocator_type="mooncake")
+        writer = sglang_backend(cluster, "mooncake", 0, False, src, **extra)
+        made.append(writer)
+        assert writer.config.standalone_storage  # SGLang took its setup_dummy path
+        assert writer.batch_set_v1(keys, slots(src, [1, 2])) == [True, True]
+        dst = real_pool(False, "page_first", 22, allocator_type="mooncake")
+        reader = sglang_backend(cluster, "mooncake", 0, False, dst, **extra)
+        made.append(reader)
+        assert reader.batch_exists(keys) == 2
+        assert reader.batch_get_v1(keys, slots(dst, [6, 7])) == [True, True]
+        for i in range(2):
+            assert page_bytes(dst, 6 + i) == page_bytes(src, 1 + i)
+    finally:
+        for b in made:
+            b.close()
+        real.proc.stop()
 
 
 # ---- SGLang's HiCacheController: its backup and prefetch threads over the backends ------------
