@@ -19,6 +19,7 @@ absl::StatusCode CanonicalCode(ErrorCode code) {
     case ErrorCode::kSegmentNotFound:
     case ErrorCode::kClientNotFound:
     case ErrorCode::kTaskNotFound:
+    case ErrorCode::kJobNotFound:
       return absl::StatusCode::kNotFound;
     case ErrorCode::kObjectAlreadyExists:
     case ErrorCode::kSegmentAlreadyExists:
@@ -98,6 +99,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "TASK_NOT_FOUND";
     case ErrorCode::kTaskPendingLimitExceeded:
       return "TASK_PENDING_LIMIT_EXCEEDED";
+    case ErrorCode::kJobNotFound:
+      return "JOB_NOT_FOUND";
     case ErrorCode::kTransferFail:
       return "TRANSFER_FAIL";
     case ErrorCode::kRpcFail:

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/http_bind.h"
+#include "master/admin_drain_pages.h"
 #include "master/admin_http_pages.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/error_code.h"
@@ -25,7 +26,7 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr auto kStartupTimeout = std::chrono::seconds(5);
 // Bounds how long the destructor may wait for an idle keep-alive connection to be dropped.
 constexpr time_t kKeepAliveTimeoutSec = 2;
-// No request needs a body (remove_all takes its flag in the query).
+// Only POST /api/v1/drain_jobs has a body (segment names); remove_all takes its flag in the query.
 constexpr size_t kMaxBodyBytes = 64 << 10;
 
 // The answer of upstream's standby master to the object and segment pages.
@@ -155,6 +156,7 @@ class AdminHttpServer::Impl {
   uint64_t Term() const { return options_.term_provider ? options_.term_provider() : 0; }
   bool Leading() const { return !options_.is_leader || options_.is_leader(); }
   void Routes();
+  void DrainRoutes();  // /api/v1/drain_jobs[/query|/cancel], /api/v1/segments/status
   // Registers GET `path` serving `page(request)`, or 503 while a standby.
   void DataPage(const std::string& path, std::function<AdminPage(const httplib::Request&)> page);
   std::string Summary() const;
@@ -232,6 +234,42 @@ void AdminHttpServer::Impl::Routes() {
     const uint64_t removed = service_->RemoveAll(force == "true" || force == "1");
     res.set_content(absl::StrCat("{\"success\":true,\"removed_count\":", removed, "}"),
                     kAdminJsonType);
+  });
+  DrainRoutes();
+}
+
+void AdminHttpServer::Impl::DrainRoutes() {
+  // Mutating: refused, as remove_all, on a master whose RPCs need a cluster secret.
+  auto mutating = [this](httplib::Response& res) {
+    if (options_.allow_remove_all) return true;
+    res.status = 403;
+    res.set_content(
+        "{\"success\":false,\"error\":\"drain jobs over HTTP are off on a master that "
+        "requires a cluster secret\"}",
+        kAdminJsonType);
+    return false;
+  };
+  auto send = [](httplib::Response& res, AdminPage page) {
+    res.status = page.status;
+    res.set_content(std::move(page.body), page.content_type);
+  };
+  server_.Post("/api/v1/drain_jobs",
+               [this, mutating, send](const httplib::Request& req, httplib::Response& res) {
+                 if (!mutating(res)) return;
+                 if (!Leading()) return SendStandby(res);
+                 send(res, CreateDrainJobPage(*service_, req.body));
+               });
+  server_.Post("/api/v1/drain_jobs/cancel",
+               [this, mutating, send](const httplib::Request& req, httplib::Response& res) {
+                 if (!mutating(res)) return;
+                 if (!Leading()) return SendStandby(res);
+                 send(res, CancelDrainJobPage(*service_, req.get_param_value("job_id")));
+               });
+  DataPage("/api/v1/drain_jobs/query", [this](const httplib::Request& req) {
+    return QueryDrainJobPage(*service_, req.get_param_value("job_id"));
+  });
+  DataPage("/api/v1/segments/status", [this](const httplib::Request& req) {
+    return SegmentStatusPage(*service_, req.get_param_value("segment"));
   });
 }
 

@@ -13,6 +13,9 @@
 //   POST /api/v1/remove_all[?force=true|1]  MasterService::RemoveAll(force), answers
 //                   {"success":true,"removed_count":N}; without force leased objects stay;
 //                   403 when Options::allow_remove_all is false
+//   POST /api/v1/drain_jobs, /api/v1/drain_jobs/cancel?job_id=;
+//   GET /api/v1/drain_jobs/query?job_id=, /api/v1/segments/status?segment=   upstream's drain
+//                   jobs, see admin_drain_pages.h; the POSTs answer 403 as remove_all does
 // While an HA master is not the leader, the object and segment pages and remove_all answer 503
 // {"success":false,"error_code":-1010,"error_message":"service plane is not active"}, as
 // upstream's standby does.
@@ -48,8 +51,8 @@ class AdminHttpServer {
     // The leader's "host:port" as this master knows it (HA), shown by /leader; empty: unknown.
     // nullptr (no HA): /leader says no leader is present, as upstream's master without HA.
     std::function<std::string()> leader_address;
-    // Serve POST /api/v1/remove_all. The page is unauthenticated, so a master that requires a
-    // cluster secret on its RPCs turns it off (it then answers 403).
+    // Serve POST /api/v1/remove_all and the drain-job POSTs. The pages are unauthenticated, so a
+    // master that requires a cluster secret on its RPCs turns them off (they then answer 403).
     bool allow_remove_all = true;
   };
 

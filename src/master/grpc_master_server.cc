@@ -74,6 +74,9 @@ Outcome StatusesReply(const std::vector<absl::Status>& statuses, rpc::BatchStatu
   return Outcome{absl::OkStatus(), statuses.size(), CountErrors(statuses)};
 }
 
+// Drain moves handed out by one FetchDrainWork at most.
+constexpr size_t kMaxDrainUnitsPerFetch = 64;
+
 // The longest a PullJournal is held, and the most entries one answer carries.
 constexpr std::chrono::milliseconds kMaxJournalWait{1000};
 constexpr size_t kJournalBatchEntries = 16384;
@@ -287,6 +290,40 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     return Serve(context, RpcOp::kReplicaCopyEnd, reply, [&]() -> Outcome {
       if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
       return {service_->ReplicaCopyEnd(request->client_id(), request->key(), request->revoke())};
+    });
+  }
+
+  grpc::ServerUnaryReactor* FetchDrainWork(grpc::CallbackServerContext* context,
+                                           const rpc::FetchDrainWorkRequest* request,
+                                           rpc::FetchDrainWorkReply* reply) override {
+    return Serve(context, RpcOp::kFetchDrainWork, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      const uint32_t max_units =
+          std::min<uint32_t>(request->max_units(), static_cast<uint32_t>(kMaxDrainUnitsPerFetch));
+      absl::StatusOr<std::vector<DrainUnit>> units =
+          service_->FetchDrainWork(request->client_id(), max_units);
+      if (!units.ok()) return {units.status()};
+      for (const DrainUnit& unit : *units) {
+        rpc::DrainUnitMsg* msg = reply->add_units();
+        msg->set_job_id(unit.job_id);
+        msg->set_key(unit.key);
+        msg->set_source(unit.source);
+        msg->set_target(unit.target);
+        msg->set_size(unit.size);
+      }
+      return {};
+    });
+  }
+
+  grpc::ServerUnaryReactor* ReportDrainWork(grpc::CallbackServerContext* context,
+                                            const rpc::ReportDrainWorkRequest* request,
+                                            rpc::StatusReply* reply) override {
+    return Serve(context, RpcOp::kReportDrainWork, reply, [&]() -> Outcome {
+      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
+      service_->ReportDrainWork(
+          request->client_id(), request->job_id(), request->key(),
+          FromErrorCode(request->outcome().code(), request->outcome().message()));
+      return {};
     });
   }
 

@@ -7,6 +7,7 @@
 //                 data (placement, replica addresses, frees); exclusive for mount/unmount and
 //                 client expiry, which also rewrite objects.
 //   eviction_mu_  one eviction pass at a time.
+//   drain_mu_     drain jobs (drain_jobs.cc); taken with topo_mu_ shared, before shard locks.
 //   Shard::mu     one shard of the object index.
 //   retired_mu_   allocations waiting for a deadline before they are freed, and the expiry
 //                 queue of detached read holds.
@@ -196,10 +197,26 @@ struct SegmentState {
   std::atomic<bool> restoring{false};
   // Mounted by MountSegmentForRestore: its owner keeps a manifest, so changes are journaled.
   bool journaled = false;
+  // In a drain job (SegmentStatus kDraining, or kDrained once empty): no new objects are placed
+  // here. Written under drain_mu_ with topo_mu_ held.
+  std::atomic<bool> draining{false};
+  std::atomic<bool> drained{false};
   yuebing::Mutex mu;
   SegmentAllocator alloc ABSL_GUARDED_BY(mu);
   const uint64_t capacity;              // usable bytes, fixed
   std::atomic<uint64_t> free_bytes{0};  // mirror of alloc.free_bytes() for placement order
+};
+
+// A drain job (drain_jobs.cc). Its sources are (slot, epoch) pairs: a slot remounted or unmounted
+// since the job started is no longer its segment.
+struct DrainJob {
+  DrainJobInfo info;  // counters and status as reported; active_units derived from `active`
+  DrainJobRequest request;
+  std::vector<std::pair<uint32_t, uint64_t>> sources;
+  // Moves handed out: key -> when it is handed out again if not reported (ns, Clock).
+  absl::flat_hash_map<std::string, int64_t> active;
+  // Failed attempts per key (timeouts included); at kMaxDrainAttempts the job fails.
+  absl::flat_hash_map<std::string, uint32_t> attempts;
 };
 
 struct RetiredRange {
@@ -285,6 +302,22 @@ class MasterService::Impl {
 
   // admin_queries.cc
   absl::StatusOr<ObjectLocation> QueryReplicas(const std::string& key);
+  // drain_jobs.cc (see MasterService::CreateDrainJob and the rest)
+  absl::StatusOr<std::string> CreateDrainJob(const DrainJobRequest& request)
+      ABSL_LOCKS_EXCLUDED(topo_mu_, drain_mu_);
+  absl::StatusOr<DrainJobInfo> QueryDrainJob(const std::string& job_id)
+      ABSL_LOCKS_EXCLUDED(topo_mu_, drain_mu_);
+  absl::Status CancelDrainJob(const std::string& job_id) ABSL_LOCKS_EXCLUDED(topo_mu_, drain_mu_);
+  absl::StatusOr<SegmentStatus> QuerySegmentStatus(const std::string& segment_name)
+      ABSL_LOCKS_EXCLUDED(topo_mu_);
+  absl::StatusOr<std::vector<DrainUnit>> FetchDrainWork(const ClientId& client, uint32_t max_units)
+      ABSL_LOCKS_EXCLUDED(topo_mu_, drain_mu_);
+  void ReportDrainWork(const std::string& job_id, const std::string& key, bool moved)
+      ABSL_LOCKS_EXCLUDED(topo_mu_, drain_mu_);
+  // Ends jobs whose segments are empty (SUCCEEDED) or gone, and re-offers moves not reported in
+  // time (Tick).
+  void AdvanceDrainJobs(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_)
+      ABSL_LOCKS_EXCLUDED(drain_mu_);
   std::vector<std::string> ListKeys(size_t limit, bool* truncated);
 
  private:
@@ -410,6 +443,25 @@ class MasterService::Impl {
   void EndHold(Shard& s, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
 
+  // --- drain jobs (drain_jobs.cc) ---
+  // Brings a running job up to date: fails it when a source is gone, re-offers moves past their
+  // deadline, ends it (SUCCEEDED) when its sources hold no object.
+  void AdvanceDrainJob(DrainJob& job, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(drain_mu_)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Ends a job: the status and message, and its sources open again (unless `drained`).
+  void EndDrainJob(DrainJob& job, DrainJobStatus status, std::string message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(drain_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Whether some shard still holds an entry with a replica on segment `slot`.
+  bool SegmentHoldsObjects(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Where the object at `index` (`length` bytes aligned) should move from `source`: an open
+  // segment of the job's targets (any when none) that already holds a replica, else the one with
+  // the most free space that can take it; nullopt when none can.
+  std::optional<uint32_t> DrainTarget(const DrainJob& job, const std::vector<ReplicaRef>& replicas,
+                                      uint32_t source, uint64_t length, int64_t now) const
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Open to new objects: mounted, not being unmounted, restored or drained, its owner alive.
+  bool OpenForNewObjects(const SegmentState& seg, int64_t now) const;
+
   // --- disk tier (disk_tier.cc) ---
   absl::StatusOr<DiskSyncReply> SyncDiskTier(const ClientId& client, const DiskSyncRequest& request)
       ABSL_LOCKS_EXCLUDED(topo_mu_);
@@ -477,6 +529,11 @@ class MasterService::Impl {
   std::atomic<uint64_t> spilled_objects_{0};
 
   SegmentJournal journal_;
+
+  yuebing::Mutex drain_mu_ ABSL_ACQUIRED_AFTER(topo_mu_);
+  absl::flat_hash_map<std::string, DrainJob> drain_jobs_ ABSL_GUARDED_BY(drain_mu_);
+  std::deque<std::string> ended_drain_jobs_ ABSL_GUARDED_BY(drain_mu_);  // oldest first
+  uint64_t running_drain_jobs_ ABSL_GUARDED_BY(drain_mu_) = 0;
 
   std::atomic<uint64_t> access_seq_{0};
   std::atomic<uint64_t> objects_{0};

@@ -26,7 +26,9 @@ constexpr std::array<const char*, kRpcOpCount> kRpcOpNames = {"MountSegment",
                                                               "RestoreObjects",
                                                               "BatchReplicaClear",
                                                               "ReplicaCopyStart",
-                                                              "ReplicaCopyEnd"};
+                                                              "ReplicaCopyEnd",
+                                                              "FetchDrainWork",
+                                                              "ReportDrainWork"};
 
 constexpr const char* kPrefix = "yuebing_master_";
 

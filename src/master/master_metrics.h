@@ -37,8 +37,10 @@ enum class RpcOp : int {
   kBatchReplicaClear,
   kReplicaCopyStart,
   kReplicaCopyEnd,
+  kFetchDrainWork,
+  kReportDrainWork,
 };
-inline constexpr size_t kRpcOpCount = 19;
+inline constexpr size_t kRpcOpCount = 21;
 
 // The RPC's name in master.proto, e.g. "BatchPutStart".
 const char* RpcOpName(RpcOp op);

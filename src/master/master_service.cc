@@ -566,6 +566,7 @@ void MasterService::Impl::Tick() {
   FreeRetired(now);
   ExpireHolds(now);
   ExpireSpills(now);
+  AdvanceDrainJobs(now);
   EvictAboveWatermark(now);
 }
 

@@ -47,7 +47,7 @@ absl::StatusOr<CopyPlan> MasterService::Impl::ReplicaCopyStart(
       return MakeError(ErrorCode::kInvalidParams, absl::StrCat("unknown segment '", name, "'"));
     }
     const SegmentState& seg = *segments_[it->second];
-    if (seg.dying || seg.restoring.load() || !OwnerAlive(seg, now)) {
+    if (!OpenForNewObjects(seg, now)) {
       return MakeError(ErrorCode::kUnavailableInCurrentStatus,
                        absl::StrCat("segment '", name, "' takes no new replicas now"));
     }

@@ -329,12 +329,15 @@ void MasterService::Impl::FinishUnmount(const std::vector<uint32_t>& slots) {
   }
 }
 
+bool MasterService::Impl::OpenForNewObjects(const SegmentState& seg, int64_t now) const {
+  return !seg.dying && !seg.restoring.load() && !seg.draining.load() && OwnerAlive(seg, now);
+}
+
 bool MasterService::Impl::AnySegmentCouldHold(uint64_t length, int64_t now) const {
   return std::any_of(segments_.begin(), segments_.end(), [&](const auto& seg) {
-    // A restoring segment takes no new objects until its owner's report ends: evicting for it
-    // would only drop objects just restored.
-    return seg != nullptr && !seg->dying && !seg->restoring.load() && seg->capacity >= length &&
-           OwnerAlive(*seg, now);
+    // A restoring segment takes no new objects until its owner's report ends (evicting for it
+    // would only drop objects just restored); a draining one takes none at all.
+    return seg != nullptr && OpenForNewObjects(*seg, now) && seg->capacity >= length;
   });
 }
 
@@ -358,7 +361,7 @@ std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, u
   order.reserve(segments_.size());
   for (uint32_t slot = 0; slot < segments_.size(); ++slot) {
     const SegmentState* seg = segments_[slot].get();
-    if (seg == nullptr || seg->dying || seg->restoring.load() || !OwnerAlive(*seg, now)) continue;
+    if (seg == nullptr || !OpenForNewObjects(*seg, now)) continue;
     const uint64_t free = seg->free_bytes.load();
     if (free < length) continue;
     auto rank = std::find(preferred.begin(), preferred.end(), slot);
@@ -385,7 +388,7 @@ std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, u
 std::optional<ReplicaRef> MasterService::Impl::AllocateOn(uint32_t slot, uint64_t length,
                                                           int64_t now) {
   SegmentState& seg = *segments_[slot];
-  if (seg.dying || seg.restoring.load() || !OwnerAlive(seg, now)) return std::nullopt;
+  if (!OpenForNewObjects(seg, now)) return std::nullopt;
   yuebing::MutexLock lock(&seg.mu);
   const std::optional<uint64_t> offset = seg.alloc.Allocate(length);
   if (!offset.has_value()) return std::nullopt;

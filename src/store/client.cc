@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "store/client_internal.h"
 #include "store/client_security.h"
+#include "store/drain_worker.h"
 #include "store/engine_port.h"
 #include "store/master_client.h"
 #include "store/object_client.h"
@@ -170,7 +171,10 @@ class ClientImpl final : public Client {
   std::shared_ptr<MasterApi> master_;
   std::unique_ptr<ObjectClient> objects_;
   std::unique_ptr<SegmentHost> host_;
-  std::unique_ptr<ReplicaTasks> tasks_;  // first to go: its worker uses objects_
+  std::unique_ptr<ReplicaTasks> tasks_;  // its worker uses objects_
+  // Moves this client's objects off its segment when a drain job asks (segment owners only);
+  // first to go.
+  std::unique_ptr<DrainWorker> drainer_;
 };
 
 absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
@@ -206,6 +210,9 @@ absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
   objects_ = std::make_unique<ObjectClient>(config_, id_, engine_.get(), master_.get());
   tasks_ = std::make_unique<ReplicaTasks>(objects_.get());
   YB_ASSIGN_OR_RETURN(host_, SegmentHost::Start(config_, id_, engine_.get(), master_.get()));
+  if (config_.global_segment_size > 0) {
+    drainer_ = std::make_unique<DrainWorker>(id_, objects_.get(), master_.get());
+  }
   return absl::OkStatus();
 }
 

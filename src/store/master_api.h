@@ -84,6 +84,11 @@ class MasterApi {
                                                             bool move) = 0;
   virtual absl::Status ReplicaCopyEnd(const master::ClientId& client, const std::string& key,
                                       bool revoke) = 0;
+  // Drain jobs (see MasterService::FetchDrainWork / ReportDrainWork).
+  virtual absl::StatusOr<std::vector<master::DrainUnit>> FetchDrainWork(
+      const master::ClientId& client, uint32_t max_units) = 0;
+  virtual absl::Status ReportDrainWork(const master::ClientId& client, const std::string& job_id,
+                                       const std::string& key, const absl::Status& outcome) = 0;
   // See MasterService::BatchReplicaClear.
   virtual std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                                       const std::string& segment_name) = 0;

@@ -616,6 +616,37 @@ absl::Status MasterClient::ReplicaCopyEnd(const master::ClientId& client, const 
   return FromRpc(reply.status());
 }
 
+absl::StatusOr<std::vector<master::DrainUnit>> MasterClient::FetchDrainWork(
+    const master::ClientId& client, uint32_t max_units) {
+  rpc::FetchDrainWorkRequest request;
+  request.set_client_id(client);
+  request.set_max_units(max_units);
+  rpc::FetchDrainWorkReply reply;
+  YB_RETURN_IF_ERROR(YB_CALL(FetchDrainWork, request, reply));
+  YB_RETURN_IF_ERROR(FromRpc(reply.status()));
+  std::vector<master::DrainUnit> units;
+  units.reserve(reply.units_size());
+  for (const rpc::DrainUnitMsg& msg : reply.units()) {
+    units.push_back(
+        master::DrainUnit{msg.job_id(), msg.key(), msg.source(), msg.target(), msg.size()});
+  }
+  return units;
+}
+
+absl::Status MasterClient::ReportDrainWork(const master::ClientId& client,
+                                           const std::string& job_id, const std::string& key,
+                                           const absl::Status& outcome) {
+  rpc::ReportDrainWorkRequest request;
+  request.set_client_id(client);
+  request.set_job_id(job_id);
+  request.set_key(key);
+  request.mutable_outcome()->set_code(static_cast<int32_t>(ToErrorCode(outcome)));
+  request.mutable_outcome()->set_message(std::string(outcome.message()));
+  rpc::StatusReply reply;
+  YB_RETURN_IF_ERROR(YB_CALL(ReportDrainWork, request, reply));
+  return FromRpc(reply.status());
+}
+
 absl::StatusOr<uint64_t> MasterClient::GetSize(const std::string& key) {
   rpc::GetSizeRequest request;
   request.set_key(key);

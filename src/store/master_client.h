@@ -88,6 +88,10 @@ class MasterClient final : public MasterApi {
                                                     bool move) override;
   absl::Status ReplicaCopyEnd(const master::ClientId& client, const std::string& key,
                               bool revoke) override;
+  absl::StatusOr<std::vector<master::DrainUnit>> FetchDrainWork(const master::ClientId& client,
+                                                                uint32_t max_units) override;
+  absl::Status ReportDrainWork(const master::ClientId& client, const std::string& job_id,
+                               const std::string& key, const absl::Status& outcome) override;
   absl::StatusOr<uint64_t> GetSize(const std::string& key) override;
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override;
   absl::StatusOr<uint64_t> RemoveAll(bool force) override;

@@ -295,6 +295,24 @@ absl::Status InProcessMasterApi::ReplicaCopyEnd(const master::ClientId& client,
   return call.ok() ? result : call;
 }
 
+absl::StatusOr<std::vector<master::DrainUnit>> InProcessMasterApi::FetchDrainWork(
+    const master::ClientId& client, uint32_t max_units) {
+  absl::StatusOr<std::vector<master::DrainUnit>> units;
+  absl::Status call = Call("FetchDrainWork", [&](master::MasterService& service) {
+    units = service.FetchDrainWork(client, max_units);
+  });
+  if (!call.ok()) return call;
+  return units;
+}
+
+absl::Status InProcessMasterApi::ReportDrainWork(const master::ClientId& client,
+                                                 const std::string& job_id, const std::string& key,
+                                                 const absl::Status& outcome) {
+  return Call("ReportDrainWork", [&](master::MasterService& service) {
+    service.ReportDrainWork(client, job_id, key, outcome);
+  });
+}
+
 absl::StatusOr<uint64_t> InProcessMasterApi::GetSize(const std::string& key) {
   absl::StatusOr<uint64_t> size = uint64_t{0};
   absl::Status call =

@@ -42,6 +42,7 @@ enum class ErrorCode : int32_t {
   kUnavailableInCurrentStatus = -1010,
   kTaskNotFound = -1400,
   kTaskPendingLimitExceeded = -1401,
+  kJobNotFound = -1402,  // no drain job with that id
 };
 
 // The Mooncake-style name, e.g. "OBJECT_NOT_FOUND".

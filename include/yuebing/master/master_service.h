@@ -61,6 +61,13 @@ struct MasterOptions {
   uint32_t max_queued_spills = 4096;
 };
 
+// Drain jobs: a move is tried this many times before it fails its job; a move handed out and not
+// reported within kDrainUnitTimeout is handed out again (its owner may have died mid-move).
+inline constexpr uint32_t kMaxDrainAttempts = 3;
+inline constexpr std::chrono::seconds kDrainUnitTimeout{30};
+// Ended jobs kept for queries at most (the oldest are forgotten first).
+inline constexpr size_t kMaxEndedDrainJobs = 1024;
+
 class MasterService {
  public:
   explicit MasterService(MasterOptions options, Clock& clock = Clock::Real());
@@ -196,6 +203,35 @@ class MasterService {
   // (a read, a replacing put or a spill to disk is in progress: nothing dropped), kInvalidParams.
   std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                               const std::string& segment_name);
+
+  // --- drain jobs (Mooncake's /api/v1/drain_jobs; docs/master.md "Drain") ---
+  // Marks `segments` DRAINING (no new objects; puts preferring one go elsewhere) and starts a
+  // job that moves each of their objects to another segment: the owners of the segments make the
+  // moves (FetchDrainWork / ReportDrainWork). When none of them holds an object any more the job
+  // SUCCEEDED and they are DRAINED (they stay mounted, empty and closed until unmounted). An
+  // object whose move failed kMaxDrainAttempts times fails the job (FAILED), and a cancel
+  // (CANCELED) stops it; either way the segments take new objects again. A segment unmounted
+  // during the job fails it. Errors: kInvalidParams (no segments, repeats, max_concurrency 0, a
+  // target among the sources), kSegmentNotFound (an unknown segment or target),
+  // kUnavailableInCurrentStatus (a segment not open: draining, drained, restoring, unmounting;
+  // or a target that is not open).
+  absl::StatusOr<std::string> CreateDrainJob(const DrainJobRequest& request);
+  // Errors: kJobNotFound.
+  absl::StatusOr<DrainJobInfo> QueryDrainJob(const std::string& job_id);
+  // Errors: kJobNotFound; kUnavailableInCurrentStatus (the job has ended, or moves are under
+  // way: as upstream, a cancel waits for none to be in flight).
+  absl::Status CancelDrainJob(const std::string& job_id);
+  // Errors: kSegmentNotFound (not mounted).
+  absl::StatusOr<SegmentStatus> QuerySegmentStatus(const std::string& segment_name);
+  // Up to `max_units` moves of objects on draining segments that `client` owns, within each
+  // job's max_concurrency; moves handed out and not reported within kDrainUnitTimeout are handed
+  // out again. Objects that also live on another open segment are dropped from the draining one
+  // here, with no move. Errors: kInvalidParams (bad client id).
+  absl::StatusOr<std::vector<DrainUnit>> FetchDrainWork(const ClientId& client, uint32_t max_units);
+  // The outcome of a unit from FetchDrainWork (`status` OK: moved). Unknown jobs and units are
+  // ignored (the job may have ended).
+  void ReportDrainWork(const ClientId& client, const std::string& job_id, const std::string& key,
+                       const absl::Status& status);
 
   // --- disk tier ---
   // Exchanges disk-tier state with a store (registering `client` when new): records its

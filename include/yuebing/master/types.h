@@ -107,6 +107,59 @@ struct CopyPlan {
 
 enum class ClientState { kOk, kNeedRemount };
 
+// --- drain jobs: moving every object off segments before they go (docs/master.md "Drain") ---
+
+// Numbered as upstream's JobStatus and SegmentStatus (the admin API reports the numbers too).
+enum class DrainJobStatus : int32_t {
+  kCreated = 0,
+  kPlanning = 1,
+  kRunning = 2,
+  kSucceeded = 3,
+  kFailed = 4,
+  kCanceled = 5,
+};
+enum class SegmentStatus : int32_t {
+  kUndefined = 0,
+  kOk = 1,        // mounted, takes new objects
+  kDraining = 2,  // readable, takes no new objects, its objects are being moved away
+  kDrained = 3,   // holds no object and takes none: waiting to be unmounted
+  kGracefullyUnmounting = 4,
+  kUnmounting = 5,
+};
+// Upstream's names: "CREATED", ..., "CANCELED"; "UNDEFINED", "OK", "DRAINING", ...
+const char* DrainJobStatusName(DrainJobStatus status);
+const char* SegmentStatusName(SegmentStatus status);
+
+struct DrainJobRequest {
+  std::vector<std::string> segments;         // to empty; mounted and open, no repeats
+  std::vector<std::string> target_segments;  // where objects may go; empty: any open segment
+  uint32_t max_concurrency = 4;              // moves under way at once, per job (>= 1)
+};
+
+struct DrainJobInfo {
+  std::string id;  // a UUID, "8-4-4-4-12" hex
+  DrainJobStatus status = DrainJobStatus::kCreated;
+  int64_t created_at_ms = 0;  // since the Unix epoch
+  int64_t last_updated_at_ms = 0;
+  std::vector<std::string> segments;
+  uint64_t succeeded_units = 0;  // objects moved off (or dropped from) a draining segment
+  uint64_t failed_units = 0;     // moves that failed (each is retried up to kMaxDrainAttempts)
+  uint64_t blocked_units = 0;    // objects that could not be moved at the last look (busy, no room)
+  uint64_t active_units = 0;     // moves handed out and not yet reported
+  uint64_t migrated_bytes = 0;
+  std::string message;
+};
+
+// One move a segment's owner is asked to make (MasterService::FetchDrainWork): object `key`
+// from segment `source` to segment `target` (ReplicaCopyStart with move), then report it.
+struct DrainUnit {
+  std::string job_id;
+  std::string key;
+  std::string source;
+  std::string target;
+  uint64_t size = 0;
+};
+
 // --- segment manifests: what survives a master restart or failover (docs/master.md) ---
 
 // One change to what a mounted segment holds, in the order the master made it. The master sends
