@@ -917,8 +917,8 @@ void BindStore(py::module_& m) {
              int64_t global_segment_size, int64_t local_buffer_size, const std::string& protocol,
              const std::string& rdma_devices, const std::string& master_server_addr,
              const py::object& engine, bool enable_ssd_offload,
-             const std::string& /*ssd_offload_path*/, const std::string& tenant_id,
-             bool enable_client_http_server, int /*client_http_port*/) {
+             const std::string& ssd_offload_path, const std::string& tenant_id,
+             bool enable_client_http_server, int client_http_port) {
             store::StoreConfig o;
             o.local_hostname = local_hostname;
             o.metadata_server = metadata_server;
@@ -928,8 +928,10 @@ void BindStore(py::module_& m) {
             o.device_name = rdma_devices;
             o.master_server_address = master_server_addr;
             o.enable_ssd_offload = enable_ssd_offload;
+            o.ssd_offload_path = ssd_offload_path;
             o.tenant_id = tenant_id;
             o.enable_client_http_server = enable_client_http_server;
+            o.client_http_port = client_http_port;
             return self.Setup(o, /*engine_given=*/!engine.is_none());
           },
           py::arg("local_hostname"), py::arg("metadata_server"), py::arg("global_segment_size"),

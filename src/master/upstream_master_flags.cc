@@ -10,7 +10,8 @@ namespace yuebing::master {
 namespace {
 
 // kEtcdOnly: accepted when its value is "etcd" (the only HA backend here), refused otherwise.
-enum class Action { kDrop, kRename, kRefuse, kEtcdOnly };
+// kOffOnly: a boolean accepted (and ignored) when false, refused when true.
+enum class Action { kDrop, kRename, kRefuse, kEtcdOnly, kOffOnly };
 
 struct UpstreamFlag {
   const char* name;
@@ -81,6 +82,11 @@ constexpr UpstreamFlag kUpstreamFlags[] = {
     {"kv_events_queue_capacity", false, Action::kDrop, "no KV-event publisher"},
     {"kv_events_model_name", false, Action::kDrop, "no KV-event publisher"},
     {"kv_events_tenant_id", false, Action::kDrop, "no KV-event publisher"},
+    {"enable_multi_tenants", true, Action::kOffOnly,
+     "yuebing does not isolate tenants: every client shares one namespace, as upstream's master "
+     "without this flag"},
+    {"tenant_quota_connector_type", false, Action::kDrop, "no tenant quotas (no multi-tenancy)"},
+    {"tenant_quota_connector_uri", false, Action::kDrop, "no tenant quotas (no multi-tenancy)"},
     {"kv_events_additional_salt", false, Action::kDrop, "no KV-event publisher"},
     // glog's flags: logging is set with YUEBING_LOG_LEVEL.
     {"v", false, Action::kDrop, "set YUEBING_LOG_LEVEL=debug instead"},
@@ -166,6 +172,10 @@ absl::StatusOr<TranslatedFlags> TranslateUpstreamMasterFlags(const std::vector<s
         return absl::InvalidArgumentError(absl::StrCat(shown, ": ", flag->detail));
       case Action::kEtcdOnly:
         if (value != "etcd")
+          return absl::InvalidArgumentError(absl::StrCat(shown, ": ", flag->detail));
+        break;
+      case Action::kOffOnly:
+        if (value != "false" && value != "0")
           return absl::InvalidArgumentError(absl::StrCat(shown, ": ", flag->detail));
         break;
       case Action::kDrop:

@@ -1,5 +1,8 @@
 #include "yuebing/store/store_config.h"
 
+#include <sys/statvfs.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -334,19 +337,19 @@ absl::Status StoreConfig::Validate() const {
   if (!normalized.empty() && normalized != "tcp" && normalized != "rdma") {
     return Invalid(absl::StrCat("protocol '", protocol, "' is not supported (tcp or rdma)"));
   }
-  if (!tenant_id.empty() && tenant_id != "default") {
-    return Invalid("tenants are not supported: tenant_id must be 'default'");
-  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<ClientConfig> StoreConfig::ToClientConfig() const {
   YB_RETURN_IF_ERROR(Validate());
-  if (enable_ssd_offload) {
-    YB_LOG_WARN("yuebing: enable_ssd_offload is not supported by this client; ignored");
-  }
   if (enable_client_http_server) {
     YB_LOG_WARN("yuebing: the client HTTP server is not supported; ignored");
+  }
+  if (!tenant_id.empty() && tenant_id != "default") {
+    YB_LOG_INFO(
+        "yuebing: tenant_id '{}': tenants are not isolated, every client shares one "
+        "namespace (as upstream's master without --enable_multi_tenants)",
+        tenant_id);
   }
   ClientConfig config;
   config.local_hostname = local_hostname;
@@ -358,7 +361,39 @@ absl::StatusOr<ClientConfig> StoreConfig::ToClientConfig() const {
   config.device_name = device_name;
   config.master_server_address = master_server_address;
   config.enable_shm = enable_shm.value_or(ShmEnabledByEnvironment());
+  if (enable_ssd_offload) YB_RETURN_IF_ERROR(SetUpDiskTier(&config));
   return config;
+}
+
+absl::Status StoreConfig::SetUpDiskTier(ClientConfig* config) const {
+  if (config->global_segment_size == 0) {
+    YB_LOG_WARN(
+        "yuebing: enable_ssd_offload needs global_segment_size > 0 (a client that lends "
+        "no memory has nothing to spill); ignored");
+    return absl::OkStatus();
+  }
+  std::string path = ssd_offload_path;
+  if (path.empty()) path = RealGetenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH").value_or("");
+  if (path.empty()) {
+    return Invalid(
+        "enable_ssd_offload needs ssd_offload_path (or MOONCAKE_OFFLOAD_FILE_STORAGE_PATH)");
+  }
+  uint64_t capacity = kDefaultOffloadCapacity;
+  const std::string limit = RealGetenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES").value_or("");
+  if (!limit.empty()) {
+    absl::StatusOr<uint64_t> parsed = ParseSize(limit);
+    if (!parsed.ok() || *parsed == 0) {
+      return Invalid(absl::StrCat("bad MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES '", limit, "'"));
+    }
+    capacity = *parsed;
+  } else if (struct statvfs fs; statvfs(path.c_str(), &fs) == 0) {
+    // Upstream's bound is 2 TB whatever the disk; here at most 90% of what is free now.
+    capacity =
+        std::min<uint64_t>(capacity, static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize / 10 * 9);
+  }
+  config->ssd_path = std::move(path);
+  config->ssd_capacity = capacity;
+  return absl::OkStatus();
 }
 
 }  // namespace yuebing::store

@@ -77,6 +77,21 @@ TEST(UpstreamMasterFlagsTest, UnsafeFlagsAreRefusedByName) {
   EXPECT_THAT(missing.status().message(), HasSubstr("needs a value"));
 }
 
+TEST(UpstreamMasterFlagsTest, MultiTenancyIsRefusedOnlyWhenAskedFor) {
+  // Tenants are not isolated here: asking for isolation must fail rather than share keys.
+  for (const char* on : {"--enable_multi_tenants", "--enable_multi_tenants=true"}) {
+    absl::StatusOr<TranslatedFlags> refused = TranslateUpstreamMasterFlags({"m", on});
+    ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << on;
+    EXPECT_THAT(refused.status().message(), HasSubstr("tenants"));
+  }
+  for (const char* off : {"--noenable_multi_tenants", "--enable_multi_tenants=false"}) {
+    absl::StatusOr<TranslatedFlags> accepted = TranslateUpstreamMasterFlags({"m", off});
+    ASSERT_TRUE(accepted.ok()) << off << ": " << accepted.status();
+    EXPECT_THAT(accepted->argv, ElementsAre("m"));
+  }
+  EXPECT_THAT(Translate({"m", "--tenant_quota_connector_type=file"}).argv, ElementsAre("m"));
+}
+
 TEST(UpstreamMasterFlagsTest, EverythingAfterDoubleDashIsPositional) {
   EXPECT_THAT(Translate({"m", "--", "--port=1"}).argv, ElementsAre("m", "--", "--port=1"));
 }

@@ -147,8 +147,6 @@ def test_setup_positional_errors(cluster):
     assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, -5, "tcp", "", master) == INVALID_PARAMS
     assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "udp", "", master) == INVALID_PARAMS
     assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", "") == INVALID_PARAMS
-    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 0, "tcp", "", master,
-                   tenant_id="other") == INVALID_PARAMS
     assert s.health_check() == 1
     with pytest.raises(TypeError):
         s.setup("127.0.0.1", "P2PHANDSHAKE")  # positional form needs all seven
@@ -774,3 +772,13 @@ def test_store_server_death_never_gives_wrong_bytes(private_cluster, monkeypatch
         assert got in (b"", value)
         assert read < 0 or (read == len(value) and buf.tobytes() == value)
     s.close()
+
+
+def test_tenants_are_accepted_and_share_one_namespace(cluster, make_store):
+    # As upstream's master without --enable_multi_tenants: any tenant id sets up, and every
+    # client sees the same keys (yuebing has no tenant isolation; the master refuses that flag).
+    team = make_store(tenant_id="team-a")
+    other = make_store(tenant_id="team-b")
+    assert team.put("tenant-shared", b"v") == 0
+    assert other.get("tenant-shared") == b"v"
+    assert other.remove("tenant-shared") == 0

@@ -9,6 +9,7 @@ import pytest
 from conftest import new_store
 from yuebing.store import (
     Descriptor,
+    MooncakeDistributedStore,
     ObjectDataType,
     ReplicaStatus,
     ReplicateConfig,
@@ -162,3 +163,43 @@ def test_objects_spilled_to_a_disk_tier_are_described_and_counted(private_cluste
         assert store.get_offload_rpc_read_count() >= 1
     finally:
         store.close()
+
+
+def test_setup_with_enable_ssd_offload_gives_the_client_a_disk_tier(private_cluster, tmp_path):
+    # Upstream's client-side offload (setup(..., enable_ssd_offload=True, ssd_offload_path=P)):
+    # the client's own segment spills what the master evicts to files under P, and reads them back.
+    cluster = private_cluster(stores=0)
+    owner = MooncakeDistributedStore()
+    assert owner.setup("127.0.0.1", "P2PHANDSHAKE", 8 << 20, 16 << 20, "tcp", "",
+                       cluster.master_address, enable_ssd_offload=True,
+                       ssd_offload_path=str(tmp_path)) == 0
+    reader = new_store(cluster.master_address)
+    try:
+        value = bytes(range(256)) * 1024  # 256 KiB; 48 of them are 1.5x the segment
+        keys = [f"offload-{i}" for i in range(48)]
+        for key in keys:
+            deadline = time.monotonic() + 60
+            while (rc := owner.put(key, value)) == -200 and time.monotonic() < deadline:
+                time.sleep(0.02)  # memory frees up as spills complete
+            assert rc == 0, key
+        on_disk = [k for k, descs in reader.batch_get_replica_desc(keys).items()
+                   if [d.is_local_disk_replica() for d in descs] == [True]]
+        assert on_disk, "nothing was spilled"
+        assert any(tmp_path.iterdir()), "no offload file written"
+        for key in keys:
+            assert reader.get(key) == value, key
+        assert reader.get_offload_rpc_read_count() >= len(on_disk)
+    finally:
+        reader.close()
+        owner.close()
+
+
+def test_enable_ssd_offload_without_a_path_is_refused(cluster, monkeypatch):
+    monkeypatch.delenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", raising=False)
+    s = MooncakeDistributedStore()
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 8 << 20, 16 << 20, "tcp", "",
+                   cluster.master_address, enable_ssd_offload=True) == -600
+    # A client that lends no memory has nothing to spill: the option is ignored.
+    assert s.setup("127.0.0.1", "P2PHANDSHAKE", 0, 16 << 20, "tcp", "",
+                   cluster.master_address, enable_ssd_offload=True) == 0
+    s.close()

@@ -276,7 +276,31 @@ TEST(StoreConfigTest, ValidateAndTranslate) {
   EXPECT_TRUE(refused([](StoreConfig& b) { b.global_segment_size = -1; }));
   EXPECT_TRUE(refused([](StoreConfig& b) { b.local_buffer_size = -1; }));
   EXPECT_TRUE(refused([](StoreConfig& b) { b.protocol = "ib"; }));
-  EXPECT_TRUE(refused([](StoreConfig& b) { b.tenant_id = "tenant-a"; }));
+  // Tenants are accepted (not isolated: one namespace, as upstream's master without
+  // --enable_multi_tenants).
+  StoreConfig tenant = c;
+  tenant.tenant_id = "tenant-a";
+  EXPECT_TRUE(tenant.ToClientConfig().ok());
+  // The disk tier of a client lending memory needs a directory.
+  ::unsetenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH");
+  StoreConfig offload = c;
+  offload.enable_ssd_offload = true;
+  EXPECT_TRUE(Invalid(offload.ToClientConfig().status()));
+  offload.ssd_offload_path = "/tmp";
+  ::setenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", "64MB", 1);
+  absl::StatusOr<ClientConfig> with_tier = offload.ToClientConfig();
+  ASSERT_TRUE(with_tier.ok()) << with_tier.status();
+  EXPECT_EQ(with_tier->ssd_path, "/tmp");
+  EXPECT_EQ(with_tier->ssd_capacity, 64u << 20);
+  ::setenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", "lots", 1);
+  EXPECT_TRUE(Invalid(offload.ToClientConfig().status()));
+  ::unsetenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES");
+  with_tier = offload.ToClientConfig();
+  ASSERT_TRUE(with_tier.ok());
+  EXPECT_GT(with_tier->ssd_capacity, 0u);
+  EXPECT_LE(with_tier->ssd_capacity, kDefaultOffloadCapacity);
+  offload.global_segment_size = 0;  // lends no memory: nothing to spill, the option is ignored
+  EXPECT_EQ(offload.ToClientConfig()->ssd_path, "");
 }
 
 TEST(StoreConfigTest, ShmSwitchFromEnvironment) {

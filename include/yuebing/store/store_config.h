@@ -31,6 +31,8 @@ namespace yuebing::store {
 // MooncakeConfig's defaults (config file and MOONCAKE_* variables).
 inline constexpr int64_t kDefaultGlobalSegmentSize = 3355443200;  // 3.125 GiB
 inline constexpr int64_t kDefaultLocalBufferSize = int64_t{1} << 30;
+// Upstream's bound on a client's offload files (2 TB).
+inline constexpr uint64_t kDefaultOffloadCapacity = uint64_t{2} << 40;
 // setup(dict)'s defaults.
 inline constexpr int64_t kDefaultSetupDictSegmentSize = int64_t{16} << 20;
 inline constexpr char kDefaultMasterServerAddress[] = "127.0.0.1:50051";
@@ -44,7 +46,11 @@ struct StoreConfig {
   std::string protocol = "tcp";
   std::string device_name;  // setup()'s rdma_devices
   std::string master_server_address;
-  bool enable_ssd_offload = false;  // accepted and ignored (a warning at setup)
+  // The disk tier of a client lending memory (ClientConfig::ssd_path): spill evicted objects to
+  // files under ssd_offload_path (else $MOONCAKE_OFFLOAD_FILE_STORAGE_PATH), at most
+  // $MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES (else kDefaultOffloadCapacity, or 90% of the free
+  // space there when less). Ignored, with a warning, when global_segment_size is 0.
+  bool enable_ssd_offload = false;
   std::string ssd_offload_path;
   std::string tenant_id = "default";
   bool enable_client_http_server = false;  // accepted and ignored (a warning at setup)
@@ -91,13 +97,19 @@ struct StoreConfig {
 
   // What setup() refuses: empty local_hostname, metadata_server or master_server_address,
   // negative sizes, a protocol other than tcp/rdma (after trimming and lower-casing; blank means
-  // tcp), a tenant other than "default".
+  // tcp). Any tenant_id is accepted: tenants are not isolated (all share one namespace, as on
+  // upstream's master without --enable_multi_tenants).
   absl::Status Validate() const;
 
   // Validate(), then the client's configuration: metadata_server normalized (P2PHANDSHAKE and
   // URLs as given, a bare host:port means etcd://host:port), protocol trimmed and lower-cased,
-  // enable_shm resolved. Logs a warning for the accepted-and-ignored options.
+  // enable_shm resolved, the disk tier set up (enable_ssd_offload). Logs a warning for the
+  // accepted-and-ignored options. Errors: kInvalidParams (also enable_ssd_offload with no path,
+  // or a bad MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES).
   absl::StatusOr<ClientConfig> ToClientConfig() const;
+
+ private:
+  absl::Status SetUpDiskTier(ClientConfig* config) const;
 };
 
 // A byte size given as a JSON value (MooncakeConfig's parse_size): a non-negative integer as is,
