@@ -916,9 +916,8 @@ void BindStore(py::module_& m) {
           [](S& self, const std::string& local_hostname, const std::string& metadata_server,
              int64_t global_segment_size, int64_t local_buffer_size, const std::string& protocol,
              const std::string& rdma_devices, const std::string& master_server_addr,
-             const py::object& engine, bool enable_ssd_offload,
-             const std::string& ssd_offload_path, const std::string& tenant_id,
-             bool enable_client_http_server, int client_http_port) {
+             const py::object& engine, bool enable_ssd_offload, const std::string& ssd_offload_path,
+             const std::string& tenant_id, bool enable_client_http_server, int client_http_port) {
             store::StoreConfig o;
             o.local_hostname = local_hostname;
             o.metadata_server = metadata_server;
