@@ -139,15 +139,21 @@ absl::StatusOr<std::string> MasterService::Impl::CreateDrainJob(const DrainJobRe
   return id;
 }
 
-absl::StatusOr<DrainJobInfo> MasterService::Impl::QueryDrainJob(const std::string& job_id) {
-  yuebing::ReaderMutexLock topo(&topo_mu_);
-  yuebing::MutexLock lock(&drain_mu_);
+absl::StatusOr<DrainJob*> MasterService::Impl::CurrentDrainJob(const std::string& job_id) {
   auto it = drain_jobs_.find(job_id);
   if (it == drain_jobs_.end()) {
     return MakeError(ErrorCode::kJobNotFound, absl::StrCat("no drain job '", job_id, "'"));
   }
   DrainJob& job = it->second;
   if (Running(job)) AdvanceDrainJob(job, NowNs());
+  return &job;
+}
+
+absl::StatusOr<DrainJobInfo> MasterService::Impl::QueryDrainJob(const std::string& job_id) {
+  yuebing::ReaderMutexLock topo(&topo_mu_);
+  yuebing::MutexLock lock(&drain_mu_);
+  YB_ASSIGN_OR_RETURN(DrainJob * found, CurrentDrainJob(job_id));
+  DrainJob& job = *found;
   DrainJobInfo info = job.info;
   info.active_units = job.active.size();
   return info;
@@ -156,12 +162,8 @@ absl::StatusOr<DrainJobInfo> MasterService::Impl::QueryDrainJob(const std::strin
 absl::Status MasterService::Impl::CancelDrainJob(const std::string& job_id) {
   yuebing::ReaderMutexLock topo(&topo_mu_);
   yuebing::MutexLock lock(&drain_mu_);
-  auto it = drain_jobs_.find(job_id);
-  if (it == drain_jobs_.end()) {
-    return MakeError(ErrorCode::kJobNotFound, absl::StrCat("no drain job '", job_id, "'"));
-  }
-  DrainJob& job = it->second;
-  if (Running(job)) AdvanceDrainJob(job, NowNs());
+  YB_ASSIGN_OR_RETURN(DrainJob * found, CurrentDrainJob(job_id));
+  DrainJob& job = *found;
   if (!Running(job)) {
     return MakeError(
         ErrorCode::kUnavailableInCurrentStatus,

@@ -444,6 +444,9 @@ class MasterService::Impl {
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
 
   // --- drain jobs (drain_jobs.cc) ---
+  // The job `job_id`, brought up to date (AdvanceDrainJob); kJobNotFound when unknown.
+  absl::StatusOr<DrainJob*> CurrentDrainJob(const std::string& job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(drain_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // Brings a running job up to date: fails it when a source is gone, re-offers moves past their
   // deadline, ends it (SUCCEEDED) when its sources hold no object.
   void AdvanceDrainJob(DrainJob& job, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(drain_mu_)
