@@ -36,6 +36,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, List, Optional
 
+from yuebing._signals import unblock_shutdown_signals
 from yuebing.config import parse_bool, parse_size
 
 logger = logging.getLogger("yuebing.real_client")
@@ -162,6 +163,7 @@ def _handler(real_client: RealClient):
 
 def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    unblock_shutdown_signals()
     args = parse_arguments(argv)
     real_client = RealClient(args)
     try:

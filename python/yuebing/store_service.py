@@ -46,6 +46,7 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("yuebing.store_service needs aiohttp: pip install aiohttp") from e
 
+from yuebing._signals import unblock_shutdown_signals
 from yuebing.config import MooncakeConfig
 from yuebing.store import MooncakeDistributedStore
 
@@ -64,12 +65,6 @@ def _shm_name_to_path(name: Any) -> Optional[str]:
     if plain in ("", ".", "..") or "/" in plain:
         return None
     return "/dev/shm/" + plain
-
-
-def _unblock_shutdown_signals() -> None:
-    """Lets SIGINT/SIGTERM through even if the parent process started us with them blocked."""
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def _install_shutdown_signal_handlers(loop, shutdown_event: asyncio.Event) -> None:
@@ -484,7 +479,7 @@ async def main() -> None:
     service = MooncakeStoreService(args.config, overrides)
     shutdown = asyncio.Event()
     _install_shutdown_signal_handlers(asyncio.get_running_loop(), shutdown)
-    _unblock_shutdown_signals()
+    unblock_shutdown_signals()
     try:
         if not await service.start_store_service(max_wait_time=args.max_wait_time,
                                                  shutdown_event=shutdown):

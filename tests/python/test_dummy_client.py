@@ -142,3 +142,28 @@ def test_real_client_exits_when_the_master_is_unreachable():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "store setup failed" in done.stderr
+
+
+def test_real_client_stops_on_sigterm_even_if_started_with_it_blocked(private_cluster):
+    # A parent that blocks SIGTERM (some launchers and shells do) passes the mask on: the real
+    # client unblocks it, unmounts its segment and exits 0.
+    cluster = private_cluster(stores=0)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "yuebing.real_client", "--host=127.0.0.1", f"--port={port}",
+         f"--master_server_address={cluster.master_address}", "--metadata_server=P2PHANDSHAKE",
+         "--global_segment_size=16MB"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}))
+    try:
+        for line in proc.stdout:  # bounded by the Popen's own output: it ends if the child dies
+            if "yuebing-client ready" in line:
+                break
+        else:
+            pytest.fail("the real client exited before it was ready")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
