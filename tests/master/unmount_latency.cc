@@ -125,11 +125,20 @@ int main(int argc, char** argv) {
   // Phase 0: before the unmount; 1: during it; 2: done.
   std::atomic<int> phase{0};
   std::atomic<bool> failed{false};
+  // Expire mode moves the fake clock past client_ttl: until B and C ping again every owner looks
+  // dead and a put finds no segment, so the putter waits out the jump (before the timed part).
+  std::atomic<bool> hold{false};
+  std::atomic<bool> held{false};
   LatencyRecorder recorders[2];
   std::thread putter([&] {
     yuebing::master::ReplicateConfig on_b;
     on_b.preferred_segment = "host-b:1";
     for (uint64_t i = 0;; ++i) {
+      if (hold.load()) {  // the clock jumps: no put may see the owners stale in between
+        held = true;
+        while (hold.load()) std::this_thread::yield();
+        held = false;
+      }
       const int p = phase.load();
       if (p == 2) break;
       const std::string key = KeyOf("b", i);
@@ -144,6 +153,14 @@ int main(int argc, char** argv) {
     }
   });
   std::this_thread::sleep_for(std::chrono::seconds(1));
+  if (mode != "unmount") {
+    hold = true;
+    while (!held.load() && !failed.load()) std::this_thread::yield();
+    clock.Advance(options.client_ttl + std::chrono::seconds(1));
+    master.Ping("b");
+    master.Ping("c");
+    hold = false;
+  }
   phase = 1;
   const auto unmount_start = SteadyClock::now();
   if (mode == "unmount") {
@@ -152,9 +169,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else {
-    clock.Advance(options.client_ttl + std::chrono::seconds(1));
-    master.Ping("b");
-    master.Ping("c");
     master.Tick();
   }
   const double unmount_seconds =
