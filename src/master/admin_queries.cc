@@ -17,7 +17,8 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::QueryReplicas(const std::str
   Shard& s = ShardFor(key);
   yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
-  if (index == ObjectTable::kNone) {
+  // A disk-only object (while promoted, the put of it in `table` is unfinished).
+  if (index == ObjectTable::kNone || !(s.table.at(index).flags & kEntryComplete)) {
     if (auto disk = s.disk.find(key); disk != s.disk.end()) {
       ObjectLocation location = DiskLocation(disk->second);
       location.lease_ttl = std::chrono::milliseconds(0);
@@ -65,6 +66,18 @@ std::vector<std::string> MasterService::Impl::ListKeys(size_t limit, bool* trunc
 
 absl::StatusOr<ObjectLocation> MasterService::QueryReplicas(const std::string& key) const {
   return impl_->QueryReplicas(key);
+}
+
+std::vector<absl::StatusOr<ObjectLocation>> MasterService::BatchQueryReplicas(
+    const std::vector<std::string>& keys) const {
+  if (keys.size() > limits::kMaxBatchKeys) {
+    return std::vector<absl::StatusOr<ObjectLocation>>(
+        keys.size(), MakeError(ErrorCode::kInvalidParams, "batch too large"));
+  }
+  std::vector<absl::StatusOr<ObjectLocation>> results;
+  results.reserve(keys.size());
+  for (const std::string& key : keys) results.push_back(impl_->QueryReplicas(key));
+  return results;
 }
 
 std::vector<std::string> MasterService::ListKeys(size_t limit, bool* truncated) const {

@@ -7,11 +7,19 @@
 // the entry leaves the object table (its memory retired until any read lease ends) and becomes
 // a DiskEntry. If no report comes within spill_timeout, ExpireSpills evicts the object plainly;
 // a late report then gets a drop back.
+//
+// Life of a promotion (promotion on hit): reads of a disk-only object are counted; at
+// promotion_admission_threshold its store gets it in SyncDiskTier's `promote` -> the store reads
+// the file and puts the value with ReplicateConfig::promotion: an unfinished put in the object
+// table while the DiskEntry stays and serves reads -> the PutEnd replaces the DiskEntry with the
+// complete object (and the store deletes its file), unless the disk copy was removed or replaced
+// meanwhile: then the put is dropped and nothing comes back.
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "master/master_impl.h"
+#include "yuebing/common/checksum.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
@@ -118,6 +126,56 @@ void MasterService::Impl::ExpireSpills(int64_t now) {
   }
 }
 
+void MasterService::Impl::CountDiskHit(const std::string& key, DiskEntry& entry) {
+  if (!options_.promotion_on_hit || entry.promotion_queued) return;
+  if (++entry.hits < std::max<uint32_t>(options_.promotion_admission_threshold, 1)) return;
+  if (queued_promotions_.load() >= options_.promotion_queue_limit) return;
+  {
+    yuebing::MutexLock lock(&spill_mu_);
+    spill_queues_[entry.owner].promotions.push_back(DiskObject{key, entry.size, entry.checksum});
+  }
+  queued_promotions_.fetch_add(1);
+  entry.promotion_queued = true;
+  entry.hits = 0;
+}
+
+bool MasterService::Impl::IsPromotion(const Shard& s, uint32_t index) const {
+  auto it = s.in_progress.find(index);
+  return it != s.in_progress.end() && it->second.promotion;
+}
+
+absl::Status MasterService::Impl::CheckPromotion(const Shard& s, absl::string_view key,
+                                                 uint64_t serial, uint64_t size) const {
+  auto disk = s.disk.find(key);
+  if (disk == s.disk.end() || disk->second.owner != serial || disk->second.size != size) {
+    return MakeError(ErrorCode::kObjectNotFound, "no such disk-only object of this store");
+  }
+  if (s.table.Find(key) != ObjectTable::kNone) {
+    return MakeError(ErrorCode::kObjectAlreadyExists, "the key is being promoted");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MasterService::Impl::EndPromotion(Shard& s, uint32_t index, uint64_t serial,
+                                               uint64_t checksum, int64_t now) {
+  const std::string key(s.table.key(index));
+  auto disk = s.disk.find(key);
+  if (disk == s.disk.end() || disk->second.owner != serial ||
+      disk->second.size != s.table.at(index).size ||
+      (checksum != kNoChecksum && disk->second.checksum != kNoChecksum &&
+       checksum != disk->second.checksum)) {
+    DropObject(s, index, now, Unfinished::kFreeNow);  // its writer is done writing
+    return MakeError(ErrorCode::kObjectNotFound,
+                     "the disk copy was removed or replaced while it was promoted");
+  }
+  s.disk.erase(disk);
+  disk_objects_.fetch_sub(1);
+  auto started = s.in_progress.find(index);
+  CompletePut(s, index, checksum, started->second, now);
+  promoted_objects_.fetch_add(1);
+  return absl::OkStatus();
+}
+
 void MasterService::Impl::DropDiskTiers(const absl::flat_hash_set<uint64_t>& serials) {
   if (serials.empty()) return;
   uint64_t dropped = 0;
@@ -135,7 +193,12 @@ void MasterService::Impl::DropDiskTiers(const absl::flat_hash_set<uint64_t>& ser
   }
   disk_objects_.fetch_sub(dropped);
   yuebing::MutexLock lock(&spill_mu_);
-  for (uint64_t serial : serials) spill_queues_.erase(serial);
+  for (uint64_t serial : serials) {
+    auto it = spill_queues_.find(serial);
+    if (it == spill_queues_.end()) continue;
+    queued_promotions_.fetch_sub(it->second.promotions.size());
+    spill_queues_.erase(it);
+  }
 }
 
 absl::StatusOr<DiskSyncReply> MasterService::Impl::SyncDiskTier(const ClientId& client,
@@ -206,8 +269,11 @@ absl::StatusOr<DiskSyncReply> MasterService::Impl::SyncDiskTier(const ClientId& 
     if (!ValidateKey(object.key).ok() || object.size == 0) continue;
     Shard& s = ShardFor(object.key);
     yuebing::MutexLock lock(&s.mu);
-    if (s.table.Find(object.key) != ObjectTable::kNone) {
-      drops.push_back(object.key);  // the key was put again meanwhile: memory wins
+    const uint32_t index = s.table.Find(object.key);
+    // The key was put again meanwhile: memory wins. A promotion of it by this store's previous
+    // incarnation, though, will not end: the file stays the object.
+    if (index != ObjectTable::kNone && !IsPromotion(s, index)) {
+      drops.push_back(object.key);
       continue;
     }
     auto [disk, inserted] = s.disk.try_emplace(object.key);
@@ -243,6 +309,20 @@ absl::StatusOr<DiskSyncReply> MasterService::Impl::SyncDiskTier(const ClientId& 
     queue.tasks.erase(queue.tasks.begin(), queue.tasks.begin() + take);
     reply.drop = std::move(queue.drops);
     queue.drops.clear();
+    const size_t promote = std::min<size_t>(std::max<uint32_t>(options_.promotion_max_per_sync, 1),
+                                            queue.promotions.size());
+    reply.promote.assign(std::make_move_iterator(queue.promotions.begin()),
+                         std::make_move_iterator(queue.promotions.begin() + promote));
+    queue.promotions.erase(queue.promotions.begin(), queue.promotions.begin() + promote);
+    queued_promotions_.fetch_sub(promote);
+  }
+  for (const DiskObject& object : reply.promote) {
+    // Handed out: a promotion that fails is queued again after as many reads.
+    Shard& s = ShardFor(object.key);
+    yuebing::MutexLock lock(&s.mu);
+    if (auto disk = s.disk.find(object.key); disk != s.disk.end()) {
+      disk->second.promotion_queued = false;
+    }
   }
   for (const SpillTask& task : reply.spill) {
     Shard& s = ShardFor(task.key);

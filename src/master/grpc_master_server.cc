@@ -59,6 +59,7 @@ ReplicateConfig FromRpc(const rpc::ReplicateConfigMsg& msg) {
   config.preferred_segment = msg.preferred_segment();
   config.preferred_segments.assign(msg.preferred_segments().begin(),
                                    msg.preferred_segments().end());
+  config.promotion = msg.promotion();
   return config;
 }
 
@@ -455,6 +456,12 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
         msg->set_checksum(task.checksum);
       }
       for (const std::string& key : result->drop) reply->add_drop(key);
+      for (const DiskObject& object : result->promote) {
+        rpc::DiskObjectMsg* msg = reply->add_promote();
+        msg->set_key(object.key);
+        msg->set_size(object.size);
+        msg->set_checksum(object.checksum);
+      }
       return {absl::OkStatus(), static_cast<uint64_t>(sync.spilled.size() + sync.announced.size() +
                                                       sync.removed.size())};
     });
@@ -576,7 +583,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
 
   Outcome GetReplicaList(const rpc::BatchKeysRequest& request,
                          rpc::BatchGetReplicaListReply* reply) {
-    const auto results = service_->BatchGetReplicaList(Keys(request.keys()));
+    const auto results = request.query_only() ? service_->BatchQueryReplicas(Keys(request.keys()))
+                                              : service_->BatchGetReplicaList(Keys(request.keys()));
     uint64_t hits = 0;
     uint64_t misses = 0;
     for (const auto& result : results) {
@@ -593,7 +601,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       out->set_lease_id(result->lease_id);
       for (const Replica& replica : result->replicas) ToRpc(replica, out->add_replicas());
     }
-    if (metrics_ != nullptr) metrics_->RecordLookups(hits, misses);
+    // Metadata queries are not cache lookups.
+    if (metrics_ != nullptr && !request.query_only()) metrics_->RecordLookups(hits, misses);
     return Outcome{absl::OkStatus(), results.size(), results.size() - hits};
   }
 

@@ -97,6 +97,9 @@ struct PendingPut {
 struct PutInProgress {
   uint64_t announced = 0;       // checksum announced by the PutStart (0: none)
   int64_t soft_pin_ttl_ns = 0;  // with kEntrySoftPin: the pin's lifetime from the PutEnd
+  // A store bringing its disk-only object back to memory (ReplicateConfig::promotion): the key
+  // is also in Shard::disk until the PutEnd, and reads go there meanwhile.
+  bool promotion = false;
 };
 
 // An object held only by a store's disk tier.
@@ -105,6 +108,8 @@ struct DiskEntry {
   uint32_t endpoint = 0;  // index into MasterService::Impl::endpoints_
   uint64_t size = 0;
   uint64_t checksum = 0;
+  uint32_t hits = 0;              // reads since the last promotion handed out (promotion on hit)
+  bool promotion_queued = false;  // waiting in its store's SpillQueue::promotions
 };
 
 // A replica range kept for readers after its object was dropped or replaced; freed only if its
@@ -145,7 +150,8 @@ struct Shard {
   absl::flat_hash_map<uint32_t, PendingPut> pending ABSL_GUARDED_BY(mu);
   // Entries not yet complete -> what their PutEnd records.
   absl::flat_hash_map<uint32_t, PutInProgress> in_progress ABSL_GUARDED_BY(mu);
-  // Disk-only objects. A key is in `table` or here, never both.
+  // Disk-only objects. A key is in `table` or here, never both, except while its store
+  // promotes it: then `table` holds the unfinished put (PutInProgress::promotion).
   absl::flat_hash_map<std::string, DiskEntry> disk ABSL_GUARDED_BY(mu);
   // Entries with kEntrySpilling: the deadline of their spill and the memory it will free.
   struct Spill {
@@ -171,6 +177,7 @@ struct HoldExpiry {
 struct SpillQueue {
   std::vector<SpillTask> tasks;
   std::vector<std::string> drops;
+  std::vector<DiskObject> promotions;
 };
 
 struct ClientInfo {
@@ -484,6 +491,20 @@ class MasterService::Impl {
   void QueueDrop(uint64_t serial, std::string key) ABSL_LOCKS_EXCLUDED(spill_mu_);
   // The location of a disk-only object.
   ObjectLocation DiskLocation(const DiskEntry& entry) const ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Counts a read of the disk-only object `key` and, with promotion_on_hit, queues its promotion
+  // for its store once it was read promotion_admission_threshold times.
+  void CountDiskHit(const std::string& key, DiskEntry& entry) ABSL_LOCKS_EXCLUDED(spill_mu_);
+  // Whether the unfinished put at `index` is a promotion (PutInProgress::promotion).
+  bool IsPromotion(const Shard& s, uint32_t index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // PutStart of a promotion: the disk-only object `key` must be `serial`'s, of `size` bytes,
+  // and not being promoted already.
+  absl::Status CheckPromotion(const Shard& s, absl::string_view key, uint64_t serial,
+                              uint64_t size) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // PutEnd of a promotion at `index`: completes it when the disk copy is still `serial`'s
+  // (which it then replaces), else drops the put (kObjectNotFound).
+  absl::Status EndPromotion(Shard& s, uint32_t index, uint64_t serial, uint64_t checksum,
+                            int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
 
   const MasterOptions options_;
   Clock& clock_;
@@ -530,6 +551,8 @@ class MasterService::Impl {
   // Memory of objects being spilled: counted as freed by the watermark check.
   std::atomic<uint64_t> spilling_bytes_{0};
   std::atomic<uint64_t> spilled_objects_{0};
+  std::atomic<uint64_t> promoted_objects_{0};
+  std::atomic<uint64_t> queued_promotions_{0};  // in SpillQueue::promotions, all stores
 
   SegmentJournal journal_;
 

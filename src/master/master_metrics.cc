@@ -182,6 +182,9 @@ std::string RenderPrometheus(const MasterStats& stats, const MasterMetrics& metr
          stats.disk_objects);
   Scalar(&out, "spilled_objects_total", "counter",
          "Objects moved from memory to a disk tier since start.", stats.spilled_objects);
+  Scalar(&out, "promoted_objects_total", "counter",
+         "Disk-only objects brought back to memory since start (promotion on hit).",
+         stats.promoted_objects);
   AppendSegments(&out, stats);
   RpcCounter(&out, rpcs, "rpc_requests_total", "RPCs served.",
              [](const MasterMetrics::RpcSnapshot& r) { return r.requests; });

@@ -223,14 +223,21 @@ void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfi
 
 absl::StatusOr<uint32_t> MasterService::Impl::PrepareKey(Shard& s, absl::string_view key,
                                                          bool upsert, int64_t now) {
+  const uint32_t index = s.table.Find(key);
   if (auto disk = s.disk.find(key); disk != s.disk.end()) {
     if (!upsert) return MakeError(ErrorCode::kObjectAlreadyExists, "key exists (on disk)");
     DropDiskObject(s, disk->first);  // replaced: the new value goes to memory
+    // A promotion of the old value under way ends with it (its writer may still be writing).
+    if (index != kNone) DropObject(s, index, now, Unfinished::kHoldUntilRelease);
     return kNone;
   }
-  const uint32_t index = s.table.Find(key);
   if (index == kNone) return kNone;
   ObjectEntry& entry = s.table.at(index);
+  if (!(entry.flags & kEntryComplete) && IsPromotion(s, index)) {
+    // The disk copy it promotes is gone (its file was lost): it can only fail; the new put wins.
+    DropObject(s, index, now, Unfinished::kHoldUntilRelease);
+    return kNone;
+  }
   if (!(entry.flags & kEntryComplete)) {
     if (now - entry.time_ns < discard_timeout_ns_) {
       return MakeError(ErrorCode::kObjectAlreadyExists, "key is being written");
@@ -318,11 +325,18 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
     const int64_t now = NowNs();
     {
       yuebing::MutexLock lock(&s.mu);
-      YB_ASSIGN_OR_RETURN(const uint32_t existing, PrepareKey(s, key, upsert, now));
+      uint32_t existing = kNone;
+      if (config.promotion) {
+        if (upsert) return MakeError(ErrorCode::kInvalidParams, "a promotion is not an upsert");
+        YB_RETURN_IF_ERROR(CheckPromotion(s, key, serial, size));
+      } else {
+        YB_ASSIGN_OR_RETURN(existing, PrepareKey(s, key, upsert, now));
+      }
       std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config, now);
       if (!refs.empty()) {
         result = RecordPut(s, key, existing, serial, size, config, soft_pin_ttl_ns, std::move(refs),
                            now, checksum);
+        if (result.ok() && config.promotion) s.in_progress[s.table.Find(key)].promotion = true;
         break;
       }
     }
@@ -363,6 +377,7 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     if (serial == 0 || entry.aux != serial) {
       return MakeError(ErrorCode::kIllegalClient, "the key is written by another client");
     }
+    if (IsPromotion(s, index)) return EndPromotion(s, index, serial, checksum, now);
     auto started = s.in_progress.find(index);
     CompletePut(s, index, checksum,
                 started == s.in_progress.end() ? PutInProgress{} : started->second, now);
@@ -430,8 +445,12 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
   Shard& s = ShardFor(key);
   yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
-  if (index == kNone) {
-    if (auto disk = s.disk.find(key); disk != s.disk.end()) return DiskLocation(disk->second);
+  // A disk-only object (being promoted, the put of it in `table` is unfinished).
+  if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
+    if (auto disk = s.disk.find(key); disk != s.disk.end()) {
+      CountDiskHit(disk->first, disk->second);
+      return DiskLocation(disk->second);
+    }
   }
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
@@ -454,8 +473,8 @@ bool MasterService::Impl::Exist(const std::string& key) {
   Shard& s = ShardFor(key);
   yuebing::ReaderMutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
-  if (index == kNone) return s.disk.contains(key);
-  return (s.table.at(index).flags & kEntryComplete) != 0;
+  if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) return s.disk.contains(key);
+  return true;
 }
 
 absl::StatusOr<uint64_t> MasterService::Impl::GetSize(const std::string& key) {
@@ -463,7 +482,7 @@ absl::StatusOr<uint64_t> MasterService::Impl::GetSize(const std::string& key) {
   Shard& s = ShardFor(key);
   yuebing::ReaderMutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
-  if (index == kNone) {
+  if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     if (auto disk = s.disk.find(key); disk != s.disk.end()) return disk->second.size;
   }
   if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
@@ -481,9 +500,9 @@ absl::Status MasterService::Impl::Remove(const std::string& key, bool force) {
   Shard& s = ShardFor(key);
   yuebing::MutexLock lock(&s.mu);
   const uint32_t index = s.table.Find(key);
-  if (index == kNone) {
+  if (index == kNone || !(s.table.at(index).flags & kEntryComplete)) {
     if (auto disk = s.disk.find(key); disk != s.disk.end()) {
-      DropDiskObject(s, disk->first);
+      DropDiskObject(s, disk->first);  // a promotion under way then fails at its PutEnd
       return absl::OkStatus();
     }
   }

@@ -445,6 +445,7 @@ MasterStats MasterService::Impl::Stats() {
   stats.clients = clients_.size();
   stats.disk_objects = disk_objects_.load();
   stats.spilled_objects = spilled_objects_.load();
+  stats.promoted_objects = promoted_objects_.load();
   for (const std::unique_ptr<SegmentState>& seg : segments_) {
     if (seg == nullptr || seg->dying) continue;
     SegmentUsage usage;

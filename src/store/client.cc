@@ -209,7 +209,15 @@ absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
   }
   objects_ = std::make_unique<ObjectClient>(config_, id_, engine_.get(), master_.get());
   tasks_ = std::make_unique<ReplicaTasks>(objects_.get());
-  YB_ASSIGN_OR_RETURN(host_, SegmentHost::Start(config_, id_, engine_.get(), master_.get()));
+  // A promotion (disk tier) goes to this store's own segment first: a local copy.
+  auto promote = [this](const std::string& key, absl::string_view value) {
+    master::ReplicateConfig config;
+    config.promotion = true;
+    config.preferred_segment = engine_->LocalSegmentName();
+    return objects_->BatchPut({key}, {value}, config, /*upsert=*/false).front();
+  };
+  YB_ASSIGN_OR_RETURN(
+      host_, SegmentHost::Start(config_, id_, engine_.get(), master_.get(), std::move(promote)));
   if (config_.global_segment_size > 0) {
     drainer_ = std::make_unique<DrainWorker>(id_, objects_.get(), master_.get());
   }

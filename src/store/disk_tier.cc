@@ -171,7 +171,12 @@ bool DiskTier::SyncOnce() {
   }
   for (const std::string& key : reply->drop) files_->Remove(key);
   for (const master::SpillTask& task : reply->spill) Spill(task);
-  return !to_announce_.empty() || !reply->spill.empty() || !spilled_.empty();
+  std::vector<std::pair<master::DiskObject, int>> retries;
+  retries.swap(promotion_retries_);
+  for (auto& [object, attempts] : retries) Promote(object, attempts + 1);
+  for (const master::DiskObject& object : reply->promote) Promote(object, 1);
+  return !to_announce_.empty() || !reply->spill.empty() || !spilled_.empty() ||
+         !reply->promote.empty();
 }
 
 void DiskTier::Spill(const master::SpillTask& task) {
@@ -206,6 +211,29 @@ void DiskTier::Spill(const master::SpillTask& task) {
   spilled_.push_back(master::DiskObject{task.key, task.size, task.checksum});
   yuebing::MutexLock lock(&mu_);
   ++stats_.spilled;
+}
+
+void DiskTier::Promote(const master::DiskObject& object, int attempt) {
+  if (!options_.promote) return;
+  absl::Status status;
+  absl::StatusOr<FileStore::Value> value = files_->Read(object.key);  // verified
+  if (!value.ok()) {
+    status = value.status();  // gone or failed verification (then reported as removed)
+  } else if (value->bytes.size() != object.size || value->object_checksum != object.checksum) {
+    status = absl::FailedPreconditionError("the file is not the object the master recorded");
+  } else {
+    status = options_.promote(object.key, value->bytes);
+  }
+  if (status.ok()) files_->Remove(object.key);  // the master replaced the disk copy with memory
+  if (ToErrorCode(status) == ErrorCode::kNoAvailableHandle && attempt < kPromotionAttempts) {
+    promotion_retries_.emplace_back(object, attempt);  // spills under way free memory
+    return;
+  }
+  if (!status.ok()) {
+    YB_LOG_DEBUG("promotion of a {}-byte object not done: {}", object.size, status.ToString());
+  }
+  yuebing::MutexLock lock(&mu_);
+  ++(status.ok() ? stats_.promoted : stats_.promotion_failed);
 }
 
 }  // namespace yuebing::store

@@ -12,6 +12,13 @@
 //     authenticated TCP server; an absent key is kNotFound, a file that fails verification is
 //     deleted (and reported) and answered kDataLoss. The endpoint reported to the master is the
 //     engine's segment name.
+//   - promotions (promotion on hit): the master hands out disk-only objects read often; the
+//     sync loop reads each file (verified, and it must be the object the master recorded) and
+//     gives the value to DiskTierOptions::promote, which puts it back to memory as a promotion
+//     (ReplicateConfig::promotion); when that put ends, the file is deleted (the master already
+//     forgot the disk copy). A failed promotion leaves the file and the disk copy as they were;
+//     one that found no memory (the eviction it started frees space as its spills end) is tried
+//     again at the next syncs, kPromotionAttempts times in all.
 // The tier id (identity of the directory, file "tier.id" in it) lets a restarted store take
 // back the objects its previous incarnation held.
 //
@@ -20,12 +27,17 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "store/file_store.h"
 #include "store/master_api.h"
 #include "yuebing/common/mutex.h"
@@ -33,17 +45,24 @@
 
 namespace yuebing::store {
 
+inline constexpr int kPromotionAttempts = 5;
+
 struct DiskTierOptions {
   std::string path;
   uint64_t capacity = 0;
   std::chrono::milliseconds sync_interval{100};
   uint32_t max_tasks = 16;  // spill tasks taken per sync (all due within spill_timeout)
+  // Puts `value` of disk-only object `key` back to memory as a promotion; called on the sync
+  // thread. Empty: promotions handed out are ignored (the master queues them again).
+  std::function<absl::Status(const std::string& key, absl::string_view value)> promote;
 };
 
 struct DiskTierStats {
-  uint64_t spilled = 0;         // spill tasks written to files
-  uint64_t spill_rejected = 0;  // tasks refused (range outside the segment, checksum mismatch)
-  uint64_t served = 0;          // reads served
+  uint64_t spilled = 0;           // spill tasks written to files
+  uint64_t spill_rejected = 0;    // tasks refused (range outside the segment, checksum mismatch)
+  uint64_t served = 0;            // reads served
+  uint64_t promoted = 0;          // files put back to memory (and then deleted)
+  uint64_t promotion_failed = 0;  // promotions refused by the master or not written
 };
 
 class DiskTier {
@@ -70,6 +89,8 @@ class DiskTier {
   // One exchange with the master; returns whether there may be more work right away.
   bool SyncOnce();
   void Spill(const master::SpillTask& task);
+  // One attempt at a promotion (`attempt` from 1); retried later when memory was full.
+  void Promote(const master::DiskObject& object, int attempt);
 
   const DiskTierOptions options_;
   MasterApi* const master_;
@@ -88,6 +109,8 @@ class DiskTier {
   std::vector<master::DiskObject> to_announce_;
   std::vector<master::DiskObject> spilled_;
   std::vector<std::string> removed_;
+  // Promotions that found no memory, with the attempts made.
+  std::vector<std::pair<master::DiskObject, int>> promotion_retries_;
 
   mutable yuebing::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

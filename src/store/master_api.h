@@ -67,6 +67,10 @@ class MasterApi {
   // Grants a read lease per found key; ObjectLocation::lease_ttl is whole milliseconds.
   virtual std::vector<absl::StatusOr<master::ObjectLocation>> BatchGetReplicaList(
       const std::vector<std::string>& keys) = 0;
+  // The same lookup without its effects (MasterService::QueryReplicas): no lease (lease_id 0,
+  // lease_ttl 0), no access recorded, no promotion hit counted. For metadata queries.
+  virtual std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
+      const std::vector<std::string>& keys) = 0;
   // Ends read leases whose reads are over (ObjectLocation::lease_id; each grant released at most
   // once). Best effort and cheap: an implementation may hold the ids briefly and send them with
   // its next call that carries keys, but they reach the master before any later call of this

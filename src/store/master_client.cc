@@ -454,6 +454,7 @@ std::vector<absl::StatusOr<std::vector<master::Replica>>> MasterClient::BatchPut
   for (const std::string& name : config.preferred_segments) {
     request.mutable_config()->add_preferred_segments(name);
   }
+  request.mutable_config()->set_promotion(config.promotion);
   request.set_upsert(upsert);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchPutStartReply reply;
@@ -521,9 +522,20 @@ std::vector<absl::Status> MasterClient::BatchPutRevoke(const master::ClientId& c
 
 std::vector<absl::StatusOr<master::ObjectLocation>> MasterClient::BatchGetReplicaList(
     const std::vector<std::string>& keys) {
+  return LookUp(keys, /*query_only=*/false);
+}
+
+std::vector<absl::StatusOr<master::ObjectLocation>> MasterClient::BatchQueryReplicas(
+    const std::vector<std::string>& keys) {
+  return LookUp(keys, /*query_only=*/true);
+}
+
+std::vector<absl::StatusOr<master::ObjectLocation>> MasterClient::LookUp(
+    const std::vector<std::string>& keys, bool query_only) {
   using Result = absl::StatusOr<master::ObjectLocation>;
   rpc::BatchKeysRequest request;
   for (const std::string& key : keys) request.add_keys(key);
+  request.set_query_only(query_only);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchGetReplicaListReply reply;
   absl::Status status = YB_CALL(BatchGetReplicaList, request, reply);
@@ -705,6 +717,9 @@ absl::StatusOr<master::DiskSyncReply> MasterClient::SyncDiskTier(
     out.spill.push_back(master::SpillTask{t.key(), t.address(), t.size(), t.checksum()});
   }
   out.drop.assign(reply.drop().begin(), reply.drop().end());
+  for (const rpc::DiskObjectMsg& o : reply.promote()) {
+    out.promote.push_back(master::DiskObject{o.key(), o.size(), o.checksum()});
+  }
   return out;
 }
 

@@ -76,6 +76,8 @@ class MasterClient final : public MasterApi {
                                            const std::vector<std::string>& keys) override;
   std::vector<absl::StatusOr<master::ObjectLocation>> BatchGetReplicaList(
       const std::vector<std::string>& keys) override;
+  std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
+      const std::vector<std::string>& keys) override;
   void ReleaseLeases(std::vector<uint64_t> lease_ids) override;
   absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) override;
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override;
@@ -113,6 +115,8 @@ class MasterClient final : public MasterApi {
  private:
   MasterClient(std::string address, std::unique_ptr<Impl> impl);
   // The MountSegment RPC; `restoring` as in MasterService::MountSegmentForRestore.
+  std::vector<absl::StatusOr<master::ObjectLocation>> LookUp(const std::vector<std::string>& keys,
+                                                             bool query_only);
   absl::StatusOr<master::MountResult> Mount(const master::ClientId& client,
                                             const master::Segment& segment, bool restoring,
                                             bool has_disk_tier);

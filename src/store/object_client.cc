@@ -736,18 +736,8 @@ std::vector<absl::Status> ObjectClient::BatchRemove(const std::vector<std::strin
 std::vector<absl::StatusOr<ObjectLocation>> ObjectClient::BatchQueryReplicas(
     const std::vector<std::string>& keys) {
   return ForValidKeys<absl::StatusOr<ObjectLocation>>(
-      keys, [this](const std::vector<std::string>& valid) {
-        std::vector<absl::StatusOr<ObjectLocation>> locations = master_->BatchGetReplicaList(valid);
-        std::vector<uint64_t> leases;
-        for (absl::StatusOr<ObjectLocation>& location : locations) {
-          if (!location.ok()) continue;
-          if (location->lease_id != 0) leases.push_back(location->lease_id);
-          location->lease_id = 0;
-          location->lease_ttl = std::chrono::milliseconds(0);
-        }
-        if (!leases.empty()) master_->ReleaseLeases(std::move(leases));
-        return locations;
-      });
+      keys,
+      [this](const std::vector<std::string>& valid) { return master_->BatchQueryReplicas(valid); });
 }
 
 std::vector<absl::Status> ObjectClient::BatchReplicaClear(const std::vector<std::string>& keys,

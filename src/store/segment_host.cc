@@ -18,16 +18,16 @@ SegmentHost::SegmentHost(const ClientConfig& config, master::ClientId id,
                          transport::TransferEngine* engine, MasterApi* master)
     : config_(config), id_(std::move(id)), engine_(engine), master_(master) {}
 
-absl::StatusOr<std::unique_ptr<SegmentHost>> SegmentHost::Start(const ClientConfig& config,
-                                                                master::ClientId id,
-                                                                transport::TransferEngine* engine,
-                                                                MasterApi* master) {
+absl::StatusOr<std::unique_ptr<SegmentHost>> SegmentHost::Start(
+    const ClientConfig& config, master::ClientId id, transport::TransferEngine* engine,
+    MasterApi* master, std::function<absl::Status(const std::string&, absl::string_view)> promote) {
   std::unique_ptr<SegmentHost> host(new SegmentHost(config, std::move(id), engine, master));
-  YB_RETURN_IF_ERROR(host->Init());
+  YB_RETURN_IF_ERROR(host->Init(std::move(promote)));
   return host;
 }
 
-absl::Status SegmentHost::Init() {
+absl::Status SegmentHost::Init(
+    std::function<absl::Status(const std::string&, absl::string_view)> promote) {
   master_->SetNewTermCallback([this](uint64_t term) {
     YB_LOG_INFO("master term {} is new; re-mounting", term);
     yuebing::MutexLock lock(&ping_mu_);
@@ -48,6 +48,7 @@ absl::Status SegmentHost::Init() {
       DiskTierOptions disk;
       disk.path = config_.ssd_path;
       disk.capacity = config_.ssd_capacity;
+      disk.promote = std::move(promote);
       YB_ASSIGN_OR_RETURN(disk_tier_, DiskTier::Start(disk, master_, id_,
                                                       reinterpret_cast<uint64_t>(global_segment_),
                                                       config_.global_segment_size, engine_));

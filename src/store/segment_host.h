@@ -15,12 +15,14 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "store/disk_tier.h"
 #include "store/master_api.h"
 #include "store/segment_manifest.h"
@@ -41,10 +43,12 @@ class SegmentHost {
   // ping loop. Sets `master`'s new-term callback. Errors: kInvalidParams (segment cannot be
   // allocated, ssd_path without a segment), the master's errors for the first mount or ping
   // (kRpcFail when unreachable), disk tier errors.
-  static absl::StatusOr<std::unique_ptr<SegmentHost>> Start(const ClientConfig& config,
-                                                            master::ClientId id,
-                                                            transport::TransferEngine* engine,
-                                                            MasterApi* master);
+  // `promote`: the disk tier's promotion put (DiskTierOptions::promote); must stay callable
+  // until the host is destroyed.
+  static absl::StatusOr<std::unique_ptr<SegmentHost>> Start(
+      const ClientConfig& config, master::ClientId id, transport::TransferEngine* engine,
+      MasterApi* master,
+      std::function<absl::Status(const std::string&, absl::string_view)> promote);
   // Stops the disk tier and the ping loop, then unmounts the segment (errors are logged).
   ~SegmentHost();
   SegmentHost(const SegmentHost&) = delete;
@@ -53,7 +57,7 @@ class SegmentHost {
  private:
   SegmentHost(const ClientConfig& config, master::ClientId id, transport::TransferEngine* engine,
               MasterApi* master);
-  absl::Status Init();
+  absl::Status Init(std::function<absl::Status(const std::string&, absl::string_view)> promote);
   // Mounts the segment and, when the mount is fresh, restores the manifest to the master.
   absl::Status MountGlobalSegment();
   absl::Status RestoreManifest(const std::string& segment_name);

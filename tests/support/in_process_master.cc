@@ -230,6 +230,16 @@ std::vector<absl::StatusOr<master::ObjectLocation>> InProcessMasterApi::BatchGet
   return call.ok() ? results : Repeat<Result>(keys.size(), call);
 }
 
+std::vector<absl::StatusOr<master::ObjectLocation>> InProcessMasterApi::BatchQueryReplicas(
+    const std::vector<std::string>& keys) {
+  using Result = absl::StatusOr<master::ObjectLocation>;
+  std::vector<Result> results;
+  absl::Status call = Call("BatchGetReplicaList", [&](master::MasterService& service) {
+    results = service.BatchQueryReplicas(keys);
+  });
+  return call.ok() ? results : Repeat<Result>(keys.size(), call);
+}
+
 void InProcessMasterApi::ReleaseLeases(std::vector<uint64_t> lease_ids) {
   for (size_t start = 0; start < lease_ids.size(); start += limits::kMaxBatchKeys) {
     const size_t end = std::min(lease_ids.size(), start + limits::kMaxBatchKeys);

@@ -100,6 +100,8 @@ class InProcessMasterApi final : public store::MasterApi {
                                            const std::vector<std::string>& keys) override;
   std::vector<absl::StatusOr<master::ObjectLocation>> BatchGetReplicaList(
       const std::vector<std::string>& keys) override;
+  std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
+      const std::vector<std::string>& keys) override;
   // Sent at once (with the injected faults of any call: a lost release ends at its deadline).
   void ReleaseLeases(std::vector<uint64_t> lease_ids) override;
   absl::StatusOr<std::vector<bool>> BatchExist(const std::vector<std::string>& keys) override;

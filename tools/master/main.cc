@@ -68,6 +68,17 @@ ABSL_FLAG(double, eviction_high_watermark_ratio, 0.90,
 ABSL_FLAG(double, eviction_ratio, 0.05, "Fraction of objects each eviction pass frees (0..1).");
 ABSL_FLAG(bool, allow_evict_soft_pinned_objects, true,
           "Whether eviction may take soft-pinned objects (after all unpinned ones).");
+ABSL_FLAG(bool, promotion_on_hit, false,
+          "Bring a disk-only object (a store's --ssd_path tier) back to memory once it was read "
+          "--promotion_admission_threshold times; its store copies it.");
+ABSL_FLAG(int32_t, promotion_admission_threshold, 2,
+          "With --promotion_on_hit: reads of a disk-only object before it is promoted (>= 1; "
+          "1 promotes on the first read).");
+ABSL_FLAG(int32_t, promotion_queue_limit, 50000,
+          "With --promotion_on_hit: promotions waiting for their stores at most (>= 1).");
+ABSL_FLAG(int32_t, promotion_max_per_heartbeat, 1,
+          "With --promotion_on_hit: promotions handed to one store per disk-tier sync (>= 1; a "
+          "store syncs again at once while it gets work).");
 ABSL_FLAG(std::string, client_ttl, "10",
           "A client silent this long is dropped with its segments: seconds, or a duration.");
 ABSL_FLAG(std::string, put_start_discard_timeout_sec, "30",
@@ -209,6 +220,26 @@ absl::Status ReadEviction(MasterOptions* options) {
   return absl::OkStatus();
 }
 
+absl::Status ReadPromotion(MasterOptions* options) {
+  const int32_t threshold = absl::GetFlag(FLAGS_promotion_admission_threshold);
+  const int32_t limit = absl::GetFlag(FLAGS_promotion_queue_limit);
+  const int32_t per_sync = absl::GetFlag(FLAGS_promotion_max_per_heartbeat);
+  if (threshold < 1) {
+    return FlagError("promotion_admission_threshold",
+                     absl::StrCat("must be >= 1, got ", threshold));
+  }
+  if (limit < 1)
+    return FlagError("promotion_queue_limit", absl::StrCat("must be >= 1, got ", limit));
+  if (per_sync < 1) {
+    return FlagError("promotion_max_per_heartbeat", absl::StrCat("must be >= 1, got ", per_sync));
+  }
+  options->promotion_on_hit = absl::GetFlag(FLAGS_promotion_on_hit);
+  options->promotion_admission_threshold = static_cast<uint32_t>(threshold);
+  options->promotion_queue_limit = static_cast<uint32_t>(limit);
+  options->promotion_max_per_sync = static_cast<uint32_t>(per_sync);
+  return absl::OkStatus();
+}
+
 // Checks --etcd_endpoints ("host:port" or "http(s)://host:port", separated by ';' or ',';
 // hosts and ports as ParseHostPort reads them) and --cluster_id.
 absl::Status CheckHaFlags() {
@@ -242,6 +273,7 @@ absl::StatusOr<MasterServer::Options> OptionsFromFlags() {
   MasterServer::Options options;
   if (auto s = ReadDurations(&options.master); !s.ok()) return s;
   if (auto s = ReadEviction(&options.master); !s.ok()) return s;
+  if (auto s = ReadPromotion(&options.master); !s.ok()) return s;
   if (auto s = CheckHaFlags(); !s.ok()) return s;
 
   options.rpc_host = absl::GetFlag(FLAGS_rpc_address);

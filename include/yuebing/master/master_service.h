@@ -59,6 +59,15 @@ struct MasterOptions {
   std::chrono::milliseconds spill_timeout{30000};
   // Spill tasks waiting per store at most; past it eviction drops objects plainly.
   uint32_t max_queued_spills = 4096;
+  // Promotion on hit: a disk-only object read promotion_admission_threshold times (1: every
+  // read) is handed to its store, which copies it back to memory (docs/store.md "Promotion").
+  bool promotion_on_hit = false;
+  uint32_t promotion_admission_threshold = 2;
+  // Promotions queued and not yet taken by their stores, at most; past it reads queue none.
+  uint32_t promotion_queue_limit = 50000;
+  // Promotions handed to one store per SyncDiskTier at most (the store syncs again at once
+  // while it gets work).
+  uint32_t promotion_max_per_sync = 1;
 };
 
 // Drain jobs: a move is tried this many times before it fails its job; a move handed out and not
@@ -255,6 +264,9 @@ class MasterService {
   // The replicas of a complete object, as GetReplicaList would return them, with lease_id 0
   // and lease_ttl 0. Errors: kInvalidParams (bad key), kObjectNotFound.
   absl::StatusOr<ObjectLocation> QueryReplicas(const std::string& key) const;
+  // QueryReplicas of each key (kInvalidParams for all when more than limits::kMaxBatchKeys).
+  std::vector<absl::StatusOr<ObjectLocation>> BatchQueryReplicas(
+      const std::vector<std::string>& keys) const;
   // Keys of complete objects (in memory or only on a disk tier), unordered, at most `limit`;
   // `*truncated` (when given) tells whether more exist. Walks every shard: O(objects).
   std::vector<std::string> ListKeys(size_t limit, bool* truncated = nullptr) const;

@@ -70,6 +70,9 @@ struct DiskSyncReply {
   bool need_full_sync = false;
   std::vector<SpillTask> spill;
   std::vector<std::string> drop;  // files the master no longer wants (removed, replaced, stale)
+  // Disk-only objects read often enough to come back to memory (promotion on hit): the store
+  // reads each file and puts the value with ReplicateConfig::promotion.
+  std::vector<DiskObject> promote;
 };
 
 struct ReplicateConfig {
@@ -84,6 +87,12 @@ struct ReplicateConfig {
   std::string preferred_segment;
   // Then replicas go to these segments, in order, as far as replica_num and their space allow.
   std::vector<std::string> preferred_segments;
+  // Set only by a store's disk tier: this put brings back to memory a disk-only object the
+  // store holds (promotion on hit). The object stays readable from disk until the PutEnd, which
+  // succeeds only while the disk copy is still the store's (a Remove or a new put meanwhile
+  // makes it fail). Errors of the PutStart: kObjectNotFound (no such disk-only object of this
+  // store), kObjectAlreadyExists (a promotion of it is under way).
+  bool promotion = false;
 };
 
 // What GetReplicaList returns: the replicas of a complete object and the read lease granted.
@@ -232,8 +241,9 @@ struct MasterStats {
   uint64_t evicted_objects = 0;  // since start
   uint64_t evictions = 0;        // eviction passes run
   uint64_t clients = 0;
-  uint64_t disk_objects = 0;     // objects held only by a store's disk tier
-  uint64_t spilled_objects = 0;  // objects moved from memory to a disk tier since start
+  uint64_t disk_objects = 0;      // objects held only by a store's disk tier
+  uint64_t spilled_objects = 0;   // objects moved from memory to a disk tier since start
+  uint64_t promoted_objects = 0;  // disk-only objects brought back to memory since start
   std::vector<SegmentUsage> segments;
 };
 
