@@ -46,7 +46,8 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("yuebing.store_service needs aiohttp: pip install aiohttp") from e
 
-from yuebing._signals import unblock_shutdown_signals
+# Module-level names as upstream's (its tests patch them here).
+from yuebing._signals import unblock_shutdown_signals as _unblock_shutdown_signals
 from yuebing.config import MooncakeConfig
 from yuebing.store import MooncakeDistributedStore
 
@@ -479,7 +480,7 @@ async def main() -> None:
     service = MooncakeStoreService(args.config, overrides)
     shutdown = asyncio.Event()
     _install_shutdown_signal_handlers(asyncio.get_running_loop(), shutdown)
-    unblock_shutdown_signals()
+    _unblock_shutdown_signals()
     try:
         if not await service.start_store_service(max_wait_time=args.max_wait_time,
                                                  shutdown_event=shutdown):

@@ -24,6 +24,12 @@ absl::StatusCode CanonicalCode(ErrorCode code) {
     case ErrorCode::kObjectAlreadyExists:
     case ErrorCode::kSegmentAlreadyExists:
       return absl::StatusCode::kAlreadyExists;
+    case ErrorCode::kTenantQuotaExceeded:
+      return absl::StatusCode::kResourceExhausted;
+    case ErrorCode::kTenantNotRegistered:
+    case ErrorCode::kTenantNotEmpty:
+    case ErrorCode::kUnavailableInCurrentMode:
+      return absl::StatusCode::kFailedPrecondition;
     case ErrorCode::kNoAvailableHandle:
     case ErrorCode::kBufferOverflow:
     case ErrorCode::kTaskPendingLimitExceeded:
@@ -109,6 +115,16 @@ const char* ErrorCodeName(ErrorCode code) {
       return "ETCD_OPERATION_ERROR";
     case ErrorCode::kUnavailableInCurrentStatus:
       return "UNAVAILABLE_IN_CURRENT_STATUS";
+    case ErrorCode::kUnavailableInCurrentMode:
+      return "UNAVAILABLE_IN_CURRENT_MODE";
+    case ErrorCode::kPersistentFail:
+      return "PERSISTENT_FAIL";
+    case ErrorCode::kTenantQuotaExceeded:
+      return "TENANT_QUOTA_EXCEEDED";
+    case ErrorCode::kTenantNotRegistered:
+      return "TENANT_NOT_REGISTERED";
+    case ErrorCode::kTenantNotEmpty:
+      return "TENANT_NOT_EMPTY";
   }
   return "UNKNOWN_ERROR";
 }

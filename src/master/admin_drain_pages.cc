@@ -12,33 +12,9 @@ namespace {
 
 using Json = nlohmann::json;
 
-AdminPage JsonPage(int status, const Json& body) {
-  return AdminPage{status, kAdminJsonType, body.dump(), false};
-}
+AdminPage JsonPage(int status, const Json& body) { return AdminJsonPage(status, body.dump()); }
 
-AdminPage ErrorPage(const absl::Status& status) {
-  const ErrorCode code = ToErrorCode(status);
-  int http = 500;
-  switch (code) {
-    case ErrorCode::kInvalidParams:
-      http = 400;
-      break;
-    case ErrorCode::kJobNotFound:
-    case ErrorCode::kSegmentNotFound:
-    case ErrorCode::kObjectNotFound:
-      http = 404;
-      break;
-    case ErrorCode::kUnavailableInCurrentStatus:
-      http = 409;
-      break;
-    default:
-      break;
-  }
-  return JsonPage(
-      http, Json{{"success", false},
-                 {"error_code", static_cast<int32_t>(code)},
-                 {"error_message", absl::StrCat(ErrorCodeName(code), ": ", status.message())}});
-}
+AdminPage ErrorPage(const absl::Status& status) { return AdminErrorPage(status); }
 
 AdminPage BadRequest(const std::string& message) {
   return ErrorPage(MakeError(ErrorCode::kInvalidParams, message));

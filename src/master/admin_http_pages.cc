@@ -11,6 +11,34 @@
 #include "yuebing/common/limits.h"
 
 namespace yuebing::master {
+
+AdminPage AdminErrorPage(const absl::Status& status) {
+  const ErrorCode code = ToErrorCode(status);
+  int http = 500;
+  switch (code) {
+    case ErrorCode::kInvalidParams:
+      http = 400;
+      break;
+    case ErrorCode::kJobNotFound:
+    case ErrorCode::kSegmentNotFound:
+    case ErrorCode::kObjectNotFound:
+    case ErrorCode::kTenantNotRegistered:
+      http = 404;
+      break;
+    case ErrorCode::kUnavailableInCurrentStatus:
+    case ErrorCode::kUnavailableInCurrentMode:
+    case ErrorCode::kTenantNotEmpty:
+      http = 409;
+      break;
+    default:
+      break;
+  }
+  std::string body = absl::StrCat("{\"success\":false,\"error_code\":", static_cast<int32_t>(code),
+                                  ",\"error_message\":");
+  AppendJsonString(&body, absl::StrCat(ErrorCodeName(code), ": ", status.message()));
+  body += "}";
+  return AdminJsonPage(http, std::move(body));
+}
 namespace {
 
 // Mounted segments sorted by name, so that pages are stable.

@@ -16,7 +16,9 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 
+#include "absl/status/status.h"
 #include "yuebing/master/master_service.h"
 
 namespace yuebing::master {
@@ -43,6 +45,15 @@ AdminPage QueryKeyPage(const MasterService& service, const std::string& key);
 AdminPage BatchQueryKeysPage(const MasterService& service, const std::string& keys);
 AdminPage QuerySegmentPage(const MasterService& service, const std::string& segment);
 AdminPage SegmentsDetailPage(const MasterService& service);
+
+inline AdminPage AdminJsonPage(int status, std::string body) {
+  return AdminPage{status, kAdminJsonType, std::move(body), false};
+}
+// Upstream's error answer {"success":false,"error_code":N,"error_message":"NAME: detail"} with
+// its HTTP status: 400 (INVALID_PARAMS), 404 (JOB_NOT_FOUND, SEGMENT_NOT_FOUND,
+// OBJECT_NOT_FOUND, TENANT_NOT_REGISTERED), 409 (UNAVAILABLE_IN_CURRENT_STATUS / _MODE,
+// TENANT_NOT_EMPTY), 500 otherwise.
+AdminPage AdminErrorPage(const absl::Status& status);
 
 // Appends `text` as a JSON string literal (quoted, escaped).
 void AppendJsonString(std::string* out, const std::string& text);

@@ -14,6 +14,7 @@
 #include "common/http_bind.h"
 #include "master/admin_drain_pages.h"
 #include "master/admin_http_pages.h"
+#include "master/admin_tenant_pages.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/logging.h"
@@ -33,7 +34,7 @@ constexpr size_t kMaxBodyBytes = 64 << 10;
 void SendStandby(httplib::Response& res) {
   res.status = 503;
   res.set_content(absl::StrCat("{\"success\":false,\"error_code\":",
-                               static_cast<int32_t>(ErrorCode::kUnavailableInCurrentStatus),
+                               static_cast<int32_t>(ErrorCode::kUnavailableInCurrentMode),
                                ",\"error_message\":\"service plane is not active\"}"),
                   kAdminJsonType);
 }
@@ -156,9 +157,14 @@ class AdminHttpServer::Impl {
   uint64_t Term() const { return options_.term_provider ? options_.term_provider() : 0; }
   bool Leading() const { return !options_.is_leader || options_.is_leader(); }
   void Routes();
-  void DrainRoutes();  // /api/v1/drain_jobs[/query|/cancel], /api/v1/segments/status
+  void DrainRoutes();   // /api/v1/drain_jobs[/query|/cancel], /api/v1/segments/status
+  void TenantRoutes();  // /api/v1/tenant_quotas
   // Registers GET `path` serving `page(request)`, or 503 while a standby.
   void DataPage(const std::string& path, std::function<AdminPage(const httplib::Request&)> page);
+  // A route that changes state ("PUT", "DELETE", else POST): 403 on a master with a cluster
+  // secret (`what` names it in the body), 503 on a standby, else `page`.
+  void MutatingPage(const std::string& method, const std::string& path, const char* what,
+                    std::function<AdminPage(const httplib::Request&)> page);
   std::string Summary() const;
 
   MasterService* const service_;
@@ -173,7 +179,8 @@ class AdminHttpServer::Impl {
 
 void AdminHttpServer::Impl::Routes() {
   server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderPrometheus(service_->Stats(), *metrics_, Term()),
+    res.set_content(RenderPrometheus(service_->Stats(), *metrics_, Term()) +
+                        (Leading() ? TenantQuotaMetrics(*service_) : std::string()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   server_.Get("/health", [](const httplib::Request&, httplib::Response& res) {
@@ -231,39 +238,37 @@ void AdminHttpServer::Impl::Routes() {
     }
     if (!Leading()) return SendStandby(res);
     const std::string force = req.get_param_value("force");
-    const uint64_t removed = service_->RemoveAll(force == "true" || force == "1");
+    // tenant_id: that tenant's objects only; absent or empty: every tenant's (as upstream).
+    const uint64_t removed =
+        service_->RemoveAll(force == "true" || force == "1", req.get_param_value("tenant_id"));
     res.set_content(absl::StrCat("{\"success\":true,\"removed_count\":", removed, "}"),
                     kAdminJsonType);
   });
   DrainRoutes();
+  TenantRoutes();
+}
+
+void AdminHttpServer::Impl::TenantRoutes() {
+  DataPage("/api/v1/tenant_quotas", [this](const httplib::Request& req) {
+    return GetTenantQuotasPage(*service_, req.get_param_value("tenant_id"));
+  });
+  MutatingPage("PUT", "/api/v1/tenant_quotas", "tenant quota changes",
+               [this](const httplib::Request& req) {
+                 return PutTenantQuotaPage(*service_, req.get_param_value("tenant_id"), req.body);
+               });
+  MutatingPage("DELETE", "/api/v1/tenant_quotas", "tenant quota changes",
+               [this](const httplib::Request& req) {
+                 return DeleteTenantQuotaPage(*service_, req.get_param_value("tenant_id"));
+               });
 }
 
 void AdminHttpServer::Impl::DrainRoutes() {
-  // Mutating: refused, as remove_all, on a master whose RPCs need a cluster secret.
-  auto mutating = [this](httplib::Response& res) {
-    if (options_.allow_remove_all) return true;
-    res.status = 403;
-    res.set_content(
-        "{\"success\":false,\"error\":\"drain jobs over HTTP are off on a master that "
-        "requires a cluster secret\"}",
-        kAdminJsonType);
-    return false;
-  };
-  auto send = [](httplib::Response& res, AdminPage page) {
-    res.status = page.status;
-    res.set_content(std::move(page.body), page.content_type);
-  };
-  server_.Post("/api/v1/drain_jobs",
-               [this, mutating, send](const httplib::Request& req, httplib::Response& res) {
-                 if (!mutating(res)) return;
-                 if (!Leading()) return SendStandby(res);
-                 send(res, CreateDrainJobPage(*service_, req.body));
-               });
-  server_.Post("/api/v1/drain_jobs/cancel",
-               [this, mutating, send](const httplib::Request& req, httplib::Response& res) {
-                 if (!mutating(res)) return;
-                 if (!Leading()) return SendStandby(res);
-                 send(res, CancelDrainJobPage(*service_, req.get_param_value("job_id")));
+  MutatingPage("POST", "/api/v1/drain_jobs", "drain jobs", [this](const httplib::Request& req) {
+    return CreateDrainJobPage(*service_, req.body);
+  });
+  MutatingPage("POST", "/api/v1/drain_jobs/cancel", "drain jobs",
+               [this](const httplib::Request& req) {
+                 return CancelDrainJobPage(*service_, req.get_param_value("job_id"));
                });
   DataPage("/api/v1/drain_jobs/query", [this](const httplib::Request& req) {
     return QueryDrainJobPage(*service_, req.get_param_value("job_id"));
@@ -271,6 +276,35 @@ void AdminHttpServer::Impl::DrainRoutes() {
   DataPage("/api/v1/segments/status", [this](const httplib::Request& req) {
     return SegmentStatusPage(*service_, req.get_param_value("segment"));
   });
+}
+
+void AdminHttpServer::Impl::MutatingPage(const std::string& method, const std::string& path,
+                                         const char* what,
+                                         std::function<AdminPage(const httplib::Request&)> page) {
+  auto handler = [this, what, page = std::move(page)](const httplib::Request& req,
+                                                      httplib::Response& res) {
+    // The port is unauthenticated: refused, as remove_all, on a master whose RPCs need a
+    // cluster secret.
+    if (!options_.allow_remove_all) {
+      res.status = 403;
+      res.set_content(absl::StrCat("{\"success\":false,\"error\":\"", what,
+                                   " over HTTP are off on a master that requires a cluster "
+                                   "secret\"}"),
+                      kAdminJsonType);
+      return;
+    }
+    if (!Leading()) return SendStandby(res);
+    AdminPage answer = page(req);
+    res.status = answer.status;
+    res.set_content(std::move(answer.body), answer.content_type);
+  };
+  if (method == "PUT") {
+    server_.Put(path, std::move(handler));
+  } else if (method == "DELETE") {
+    server_.Delete(path, std::move(handler));
+  } else {
+    server_.Post(path, std::move(handler));
+  }
 }
 
 void AdminHttpServer::Impl::DataPage(const std::string& path,

@@ -36,7 +36,8 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::QueryReplicas(const std::str
   return location;
 }
 
-std::vector<std::string> MasterService::Impl::ListKeys(size_t limit, bool* truncated) {
+std::vector<std::string> MasterService::Impl::ListKeys(size_t limit, bool* truncated,
+                                                       absl::string_view tenant) {
   std::vector<std::string> keys;
   bool more = false;
   for (const std::unique_ptr<Shard>& shard : shards_) {
@@ -44,18 +45,22 @@ std::vector<std::string> MasterService::Impl::ListKeys(size_t limit, bool* trunc
     yuebing::MutexLock lock(&s.mu);
     for (uint32_t i = 0; i < s.table.index_limit() && !more; ++i) {
       if (!(s.table.at(i).flags & kEntryComplete)) continue;  // unused or unfinished
+      const TenantKey split = SplitScopedKey(s.table.key(i));
+      if (split.tenant != tenant) continue;
       if (keys.size() == limit) {
         more = true;
       } else {
-        keys.emplace_back(s.table.key(i));
+        keys.emplace_back(split.key);
       }
     }
     for (const auto& [key, entry] : s.disk) {
       if (more) break;
+      const TenantKey split = SplitScopedKey(key);
+      if (split.tenant != tenant) continue;
       if (keys.size() == limit) {
         more = true;
       } else {
-        keys.push_back(key);
+        keys.emplace_back(split.key);
       }
     }
     if (more) break;
@@ -80,8 +85,9 @@ std::vector<absl::StatusOr<ObjectLocation>> MasterService::BatchQueryReplicas(
   return results;
 }
 
-std::vector<std::string> MasterService::ListKeys(size_t limit, bool* truncated) const {
-  return impl_->ListKeys(limit, truncated);
+std::vector<std::string> MasterService::ListKeys(size_t limit, bool* truncated,
+                                                 absl::string_view tenant) const {
+  return impl_->ListKeys(limit, truncated, tenant);
 }
 
 }  // namespace yuebing::master

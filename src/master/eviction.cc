@@ -48,6 +48,7 @@ uint64_t NextRandom(uint64_t& state) {  // splitmix64
 struct MasterService::Impl::EvictionProgress {
   uint64_t count_target;
   uint64_t bytes_target;
+  std::string tenant;  // only this tenant's objects; empty: every object
   uint64_t count = 0;
   uint64_t bytes = 0;
   bool Done() const { return count >= count_target && bytes >= bytes_target; }
@@ -71,6 +72,7 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
                                : static_cast<uint32_t>(NextRandom(sample_seed_) % limit);
       const ObjectEntry& entry = s.table.at(i);
       if (!Evictable(entry, now) || SoftPinned(s, i, now) != soft_pinned) continue;
+      if (!progress.tenant.empty() && !InTenant(s.table.key(i), progress.tenant)) continue;
       const Sampled item{entry.last_access, AlignedSize(entry.size) * entry.replicas};
       seen += weight;
       seen_bytes += weight * item.bytes;
@@ -106,7 +108,8 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
         const ObjectEntry& entry = s.table.at(i);
         const uint32_t newer = entry.seg_prev;  // read first: the entry may go
         if (entry.last_access > cutoff) break;  // the rest of the list is newer still
-        if (Evictable(entry, now) && SoftPinned(s, i, now) == soft_pinned) {
+        if (Evictable(entry, now) && SoftPinned(s, i, now) == soft_pinned &&
+            (progress.tenant.empty() || InTenant(s.table.key(i), progress.tenant))) {
           progress.bytes += AlignedSize(entry.size) * entry.replicas;
           ++progress.count;
           // With a disk tier the object is copied out first and freed when the copy is
@@ -121,6 +124,20 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
   }
 }
 
+void MasterService::Impl::EvictRounds(int64_t now, EvictionProgress& progress) {
+  // A sampled cut-off can fall short; a few more rounds reach the rest of the unpinned objects
+  // before any soft-pinned one goes.
+  for (int round = 0; round < 4 && !progress.Done(); ++round) {
+    const uint64_t before = progress.count;
+    EvictClass(/*soft_pinned=*/false, now, progress);
+    if (progress.count == before) break;
+  }
+  if (!progress.Done() && options_.allow_evict_soft_pinned_objects) {
+    EvictClass(/*soft_pinned=*/true, now, progress);
+  }
+  evicted_objects_.fetch_add(progress.count);
+}
+
 uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now) {
   const int64_t backoff_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(kFutileEvictionBackoff).count();
@@ -133,22 +150,23 @@ uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now) {
   EvictionProgress progress{
       std::max<uint64_t>(
           1, static_cast<uint64_t>(std::ceil(options_.eviction_ratio * objects - 1e-9))),
-      bytes_target};
-  // A sampled cut-off can fall short; a few more rounds reach the rest of the unpinned objects
-  // before any soft-pinned one goes.
-  for (int round = 0; round < 4 && !progress.Done(); ++round) {
-    const uint64_t before = progress.count;
-    EvictClass(/*soft_pinned=*/false, now, progress);
-    if (progress.count == before) break;
-  }
-  if (!progress.Done() && options_.allow_evict_soft_pinned_objects) {
-    EvictClass(/*soft_pinned=*/true, now, progress);
-  }
-  evicted_objects_.fetch_add(progress.count);
+      bytes_target, /*tenant=*/{}};
+  EvictRounds(now, progress);
   had_futile_eviction_ = progress.count == 0;
   last_futile_eviction_ns_ = now;
   YB_LOG_DEBUG("eviction pass: {} objects, {} bytes freed (targets {} objects, {} bytes)",
                progress.count, progress.bytes, progress.count_target, progress.bytes_target);
+  return progress.count;
+}
+
+uint64_t MasterService::Impl::EvictTenant(uint32_t tenant, uint64_t bytes, int64_t now) {
+  yuebing::MutexLock lock(&eviction_mu_);
+  // A little more than the deficit (eviction_ratio of the tenant's charge), so that a tenant
+  // writing at its quota does not pay a pass for every put.
+  const auto slack = static_cast<uint64_t>(options_.eviction_ratio *
+                                           static_cast<double>(quotas_->Charged(tenant)));
+  EvictionProgress progress{1, std::max(bytes, slack), quotas_->Name(tenant)};
+  EvictRounds(now, progress);
   return progress.count;
 }
 

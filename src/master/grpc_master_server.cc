@@ -412,7 +412,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
                                           rpc::RemoveCountReply* reply) override {
     return Serve(context, RpcOp::kRemoveByRegex, reply, [&]() -> Outcome {
       if (auto status = CheckRegexSize(request->pattern()); !status.ok()) return {status};
-      auto removed = service_->RemoveByRegex(request->pattern(), request->force());
+      auto removed = service_->RemoveByRegex(request->pattern(), request->force(),
+                                             TenantOrDefault(request->tenant_id()));
       if (!removed.ok()) return {removed.status()};
       reply->set_removed(*removed);
       return {};
@@ -423,7 +424,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
                                       const rpc::RemoveAllRequest* request,
                                       rpc::RemoveCountReply* reply) override {
     return Serve(context, RpcOp::kRemoveAll, reply, [&]() -> Outcome {
-      reply->set_removed(service_->RemoveAll(request->force()));
+      reply->set_removed(service_->RemoveAll(request->force(), request->tenant_id()));
       return {};
     });
   }

@@ -43,6 +43,7 @@
 #include "master/segment_allocator.h"
 #include "master/segment_journal.h"
 #include "master/segment_members.h"
+#include "master/tenant_quotas.h"
 #include "yuebing/common/clock.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/mutex.h"
@@ -64,6 +65,8 @@ inline constexpr uint32_t kMaxShards = 4096;
 inline constexpr size_t kEvictionSampleCap = 65536;
 // An unmount's sweep drops at most this many entries under one shard lock.
 inline constexpr size_t kUnmountChunk = 64;
+// A put over its tenant's quota evicts that tenant's own objects at most this many times.
+inline constexpr int kMaxTenantEvictions = 2;
 // After a pass that evicted nothing, further passes wait this long.
 inline constexpr std::chrono::milliseconds kFutileEvictionBackoff{100};
 
@@ -210,6 +213,10 @@ struct SegmentState {
   std::atomic<bool> drained{false};
   yuebing::Mutex mu;
   SegmentAllocator alloc ABSL_GUARDED_BY(mu);
+  // Multi-tenancy: the tenant (TenantQuotas index) charged for each allocated range, by offset,
+  // and each tenant's bytes here (refunded at once when the segment goes).
+  absl::flat_hash_map<uint64_t, uint32_t> range_tenant ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<uint32_t, uint64_t> tenant_bytes ABSL_GUARDED_BY(mu);
   const uint64_t capacity;              // usable bytes, fixed
   std::atomic<uint64_t> free_bytes{0};  // mirror of alloc.free_bytes() for placement order
 };
@@ -262,8 +269,9 @@ class MasterService::Impl {
   bool Exist(const std::string& key);
   absl::StatusOr<uint64_t> GetSize(const std::string& key);
   absl::Status Remove(const std::string& key, bool force);
-  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force);
-  uint64_t RemoveAll(bool force);
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force,
+                                         absl::string_view tenant);
+  uint64_t RemoveAll(bool force, absl::string_view tenant);
   // replica_copy.cc (see MasterService::ReplicaCopyStart)
   absl::StatusOr<CopyPlan> ReplicaCopyStart(const ClientId& client, const std::string& key,
                                             const std::string& source,
@@ -325,7 +333,7 @@ class MasterService::Impl {
   // time (Tick).
   void AdvanceDrainJobs(int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_)
       ABSL_LOCKS_EXCLUDED(drain_mu_);
-  std::vector<std::string> ListKeys(size_t limit, bool* truncated);
+  std::vector<std::string> ListKeys(size_t limit, bool* truncated, absl::string_view tenant);
 
  private:
   // --- helpers in master_service.cc ---
@@ -377,14 +385,32 @@ class MasterService::Impl {
   bool AnySegmentCouldHold(uint64_t length, int64_t now) const ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // Up to `want` replicas of `length` bytes on distinct live segments: the config's preferred
   // segment, then its preferred_segments in order, then the others by most free space.
+  // `tenant`: the TenantQuotas index charged for each range (its charge reserved by the
+  // caller); 0 without multi-tenancy.
   std::vector<ReplicaRef> AllocateReplicas(uint64_t length, uint32_t want,
-                                           const ReplicateConfig& config, int64_t now)
-      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+                                           const ReplicateConfig& config, int64_t now,
+                                           uint32_t tenant) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   void FreeRange(uint32_t segment, uint64_t offset, uint64_t length)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // `length` bytes on segment `slot` (open to new objects), or nullopt when it has no room.
-  std::optional<ReplicaRef> AllocateOn(uint32_t slot, uint64_t length, int64_t now)
+  std::optional<ReplicaRef> AllocateOn(uint32_t slot, uint64_t length, int64_t now, uint32_t tenant)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Records that [offset, +length) of `seg` is charged to `tenant` (0: nobody).
+  void OwnRange(SegmentState& seg, uint64_t offset, uint64_t length, uint32_t tenant)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(seg.mu);
+  // --- tenants (tenants.cc) ---
+  // The TenantQuotas index of the tenant of `key`; 0 without multi-tenancy.
+  uint32_t TenantOf(absl::string_view key);
+  // Reserves `bytes` more for `tenant` (see TenantQuotas::TryCharge); OK when `tenant` is 0.
+  absl::Status ChargeTenant(uint32_t tenant, uint64_t bytes, uint64_t* deficit);
+  // Evicts `tenant`'s own objects (as eviction does: unleased, unpinned first) until about
+  // `bytes` of its charge are freed. Returns objects evicted.
+  uint64_t EvictTenant(uint32_t tenant, uint64_t bytes, int64_t now)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_) ABSL_LOCKS_EXCLUDED(eviction_mu_);
+  // Whether some object (in memory, in progress or only on a disk tier) is `tenant`'s.
+  bool TenantHasObjects(absl::string_view tenant);
+  TenantQuotas* quotas() const { return quotas_.get(); }
+  uint64_t capacity_bytes() const { return capacity_bytes_.load(); }
   // Frees now if free_at_ns <= now, else queues the range until then.
   void Retire(const ReplicaRef& ref, uint64_t length, int64_t free_at_ns, int64_t now)
       ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
@@ -424,6 +450,10 @@ class MasterService::Impl {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(eviction_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   struct EvictionProgress;
   void EvictClass(bool soft_pinned, int64_t now, EvictionProgress& progress)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(eviction_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Unpinned objects (a few rounds), then soft-pinned ones when allowed, until `progress` is
+  // done; counts what it evicted.
+  void EvictRounds(int64_t now, EvictionProgress& progress)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(eviction_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // Eviction after an allocation failure; skipped when another pass ran while waiting.
   void EvictForSpace(uint64_t bytes_target, int64_t now) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
@@ -565,6 +595,8 @@ class MasterService::Impl {
   std::atomic<uint64_t> objects_{0};
   std::atomic<uint64_t> used_bytes_{0};
   std::atomic<uint64_t> capacity_bytes_{0};
+  // Multi-tenancy: per-tenant quotas; nullptr without.
+  const std::unique_ptr<TenantQuotas> quotas_;
   std::atomic<uint64_t> evicted_objects_{0};
   std::atomic<uint64_t> eviction_passes_{0};
 };

@@ -70,7 +70,12 @@ MasterService::Impl::Impl(MasterOptions options, Clock& clock)
       spill_timeout_ns_(ToNs(options.spill_timeout)),
       // Random: a client's acknowledgement from a predecessor never matches.
       journal_((static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}() | 1,
-               kMaxJournalEntriesPerClient) {
+               kMaxJournalEntriesPerClient),
+      quotas_(options.multi_tenant
+                  ? std::make_unique<TenantQuotas>(
+                        TenantPolicy(options.tenant_quotas.begin(), options.tenant_quotas.end()),
+                        options.tenant_policy_path)
+                  : nullptr) {
   next_hold_generation_.store(std::random_device{}());
   shards_.reserve(options_.num_shards);
   for (uint32_t i = 0; i < options_.num_shards; ++i) {
@@ -83,13 +88,25 @@ int64_t MasterService::Impl::NowNs() const {
       .count();
 }
 
-absl::Status MasterService::Impl::ValidateKey(absl::string_view key) const {
+absl::Status MasterService::Impl::ValidateKey(absl::string_view scoped) const {
+  const TenantKey split = SplitScopedKey(scoped);
+  if (split.tenant != kDefaultTenant) YB_RETURN_IF_ERROR(CheckTenantId(split.tenant));
+  const absl::string_view key = split.key;
   if (key.empty()) return MakeError(ErrorCode::kInvalidParams, "empty key");
-  if (key.size() > max_key_bytes_) {
+  if (key.size() > max_key_bytes_ || scoped.size() > ObjectTable::kMaxKeyBytes) {
     return MakeError(ErrorCode::kInvalidParams,
                      absl::StrCat("key of ", key.size(), " bytes exceeds ", max_key_bytes_));
   }
   return absl::OkStatus();
+}
+
+uint32_t MasterService::Impl::TenantOf(absl::string_view key) {
+  return quotas_ == nullptr ? 0 : quotas_->Intern(SplitScopedKey(key).tenant);
+}
+
+absl::Status MasterService::Impl::ChargeTenant(uint32_t tenant, uint64_t bytes, uint64_t* deficit) {
+  if (tenant == 0) return absl::OkStatus();
+  return quotas_->TryCharge(tenant, bytes, capacity_bytes_.load(), deficit);
 }
 
 Shard& MasterService::Impl::ShardFor(absl::string_view key) const {
@@ -316,13 +333,22 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
   YB_ASSIGN_OR_RETURN(const int64_t soft_pin_ttl_ns, SoftPinTtlNs(config));
   YB_ASSIGN_OR_RETURN(const uint64_t serial, TouchClient(client));
   const uint32_t want = std::min(config.replica_num, kMaxReplicas);
+  // Multi-tenancy: a tenant without a policy writes nothing (before any other check, as
+  // upstream), and the replicas are charged to its quota before they are placed.
+  const uint32_t tenant = TenantOf(key);
+  YB_RETURN_IF_ERROR(ChargeTenant(tenant, 0, nullptr));
+  const uint64_t charge = length > UINT64_MAX / want ? UINT64_MAX : length * want;
   Shard& s = ShardFor(key);
   absl::StatusOr<std::vector<Replica>> result =
       MakeError(ErrorCode::kNoAvailableHandle, "no segment has room for the object");
   yuebing::ReaderMutexLock topo(&topo_mu_);
-  // Two attempts: the second after an eviction pass.
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  // At most one eviction pass for space and kMaxTenantEvictions of the tenant's own objects
+  // for its quota, each followed by another attempt.
+  bool evicted_for_space = false;
+  int tenant_evictions = 0;
+  while (true) {
     const int64_t now = NowNs();
+    uint64_t deficit = 0;
     {
       yuebing::MutexLock lock(&s.mu);
       uint32_t existing = kNone;
@@ -332,15 +358,29 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
       } else {
         YB_ASSIGN_OR_RETURN(existing, PrepareKey(s, key, upsert, now));
       }
-      std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config, now);
-      if (!refs.empty()) {
-        result = RecordPut(s, key, existing, serial, size, config, soft_pin_ttl_ns, std::move(refs),
-                           now, checksum);
-        if (result.ok() && config.promotion) s.in_progress[s.table.Find(key)].promotion = true;
-        break;
+      const absl::Status charged = ChargeTenant(tenant, charge, &deficit);
+      if (!charged.ok() && (ToErrorCode(charged) != ErrorCode::kTenantQuotaExceeded ||
+                            tenant_evictions >= kMaxTenantEvictions)) {
+        return charged;
+      }
+      if (charged.ok()) {
+        std::vector<ReplicaRef> refs = AllocateReplicas(length, want, config, now, tenant);
+        if (tenant != 0) quotas_->Refund(tenant, length * (want - refs.size()));
+        if (!refs.empty()) {
+          result = RecordPut(s, key, existing, serial, size, config, soft_pin_ttl_ns,
+                             std::move(refs), now, checksum);
+          if (result.ok() && config.promotion) s.in_progress[s.table.Find(key)].promotion = true;
+          break;
+        }
       }
     }
-    if (attempt > 0 || !AnySegmentCouldHold(length, now)) break;
+    if (deficit != 0) {  // over the tenant's quota: make room among its own objects
+      ++tenant_evictions;
+      EvictTenant(tenant, deficit, now);
+      continue;
+    }
+    if (evicted_for_space || !AnySegmentCouldHold(length, now)) break;
+    evicted_for_space = true;
     EvictForSpace(length, now);
   }
   if (evict_after && result.ok()) EvictAboveWatermark(NowNs());
@@ -542,8 +582,8 @@ uint64_t MasterService::Impl::RemoveMatching(bool force, Match&& match) {
   return removed;
 }
 
-absl::StatusOr<uint64_t> MasterService::Impl::RemoveByRegex(const std::string& pattern,
-                                                            bool force) {
+absl::StatusOr<uint64_t> MasterService::Impl::RemoveByRegex(const std::string& pattern, bool force,
+                                                            absl::string_view tenant) {
   if (pattern.size() > kMaxRegexBytes) {
     return MakeError(ErrorCode::kInvalidParams, "regex pattern too long");
   }
@@ -561,7 +601,10 @@ absl::StatusOr<uint64_t> MasterService::Impl::RemoveByRegex(const std::string& p
     return MakeError(ErrorCode::kInvalidParams, absl::StrCat("bad regex: ", e.what()));
   }
   bool match_failed = false;
-  const uint64_t removed = RemoveMatching(force, [&](absl::string_view key) {
+  const uint64_t removed = RemoveMatching(force, [&](absl::string_view scoped) {
+    const TenantKey split = SplitScopedKey(scoped);
+    if (split.tenant != tenant) return false;
+    const absl::string_view key = split.key;
     try {
       return std::regex_match(key.begin(), key.end(), regex);
     } catch (const std::regex_error&) {
@@ -573,8 +616,9 @@ absl::StatusOr<uint64_t> MasterService::Impl::RemoveByRegex(const std::string& p
   return removed;
 }
 
-uint64_t MasterService::Impl::RemoveAll(bool force) {
-  return RemoveMatching(force, [](absl::string_view) { return true; });
+uint64_t MasterService::Impl::RemoveAll(bool force, absl::string_view tenant) {
+  if (tenant.empty()) return RemoveMatching(force, [](absl::string_view) { return true; });
+  return RemoveMatching(force, [&](absl::string_view key) { return InTenant(key, tenant); });
 }
 
 void MasterService::Impl::Tick() {
@@ -696,11 +740,14 @@ absl::Status MasterService::Remove(const std::string& key, bool force) {
   return impl_->Remove(key, force);
 }
 
-absl::StatusOr<uint64_t> MasterService::RemoveByRegex(const std::string& pattern, bool force) {
-  return impl_->RemoveByRegex(pattern, force);
+absl::StatusOr<uint64_t> MasterService::RemoveByRegex(const std::string& pattern, bool force,
+                                                      absl::string_view tenant) {
+  return impl_->RemoveByRegex(pattern, force, tenant);
 }
 
-uint64_t MasterService::RemoveAll(bool force) { return impl_->RemoveAll(force); }
+uint64_t MasterService::RemoveAll(bool force, absl::string_view tenant) {
+  return impl_->RemoveAll(force, tenant);
+}
 
 std::vector<absl::StatusOr<std::vector<Replica>>> MasterService::BatchPutStart(
     const ClientId& client, const std::vector<std::string>& keys,

@@ -80,11 +80,23 @@ absl::StatusOr<CopyPlan> MasterService::Impl::ReplicaCopyStart(
     return MakeError(ErrorCode::kInvalidParams,
                      absl::StrCat("an object has at most ", kMaxReplicas, " replicas"));
   }
+  // The new replicas are charged to the object's tenant. A copy is admitted against its quota;
+  // a move is not (it adds nothing once its source goes, and a drain must not fail on quotas),
+  // its target charged until then.
+  const uint32_t tenant = TenantOf(key);
+  const uint64_t charge = length * static_cast<uint64_t>(wanted);
+  if (move && tenant != 0) {
+    quotas_->Charge(tenant, charge);
+  } else {
+    YB_RETURN_IF_ERROR(ChargeTenant(tenant, charge, nullptr));
+  }
   std::vector<ReplicaRef> fresh;
   for (uint32_t slot : target_slots) {
     if (holds(slot)) continue;
-    std::optional<ReplicaRef> ref = AllocateOn(slot, length, now);
+    std::optional<ReplicaRef> ref = AllocateOn(slot, length, now, tenant);
     if (!ref.has_value()) {
+      if (tenant != 0)
+        quotas_->Refund(tenant, length * (static_cast<uint64_t>(wanted) - fresh.size()));
       for (const ReplicaRef& taken : fresh) FreeRange(taken.segment, taken.offset, length);
       return MakeError(ErrorCode::kNoAvailableHandle,
                        absl::StrCat("segment '", segments_[slot]->segment.name, "' has no room"));

@@ -142,6 +142,7 @@ absl::Status MasterService::Impl::RestoreOne(SegmentState& seg, uint32_t slot,
     return MakeError(ErrorCode::kInvalidParams, "object outside the segment");
   }
   const ReplicaRef ref{slot, object.address - seg.segment.base};
+  const uint32_t tenant = TenantOf(object.key);
   auto take_range = [&]() -> absl::Status {
     yuebing::MutexLock lock(&seg.mu);
     if (!seg.alloc.AllocateAt(ref.offset, length)) {
@@ -149,6 +150,9 @@ absl::Status MasterService::Impl::RestoreOne(SegmentState& seg, uint32_t slot,
     }
     seg.free_bytes.store(seg.alloc.free_bytes());
     used_bytes_.fetch_add(length);
+    // What was written before a restart stays charged, within the quota or not.
+    if (tenant != 0) quotas_->Charge(tenant, length);
+    OwnRange(seg, ref.offset, length, tenant);
     return absl::OkStatus();
   };
   Shard& s = ShardFor(object.key);

@@ -233,6 +233,9 @@ void MasterService::Impl::BeginUnmount(const std::vector<uint32_t>& slots,
       yuebing::MutexLock lock(&seg.mu);
       used_bytes_.fetch_sub(seg.alloc.used_bytes());
       capacity_bytes_.fetch_sub(seg.capacity);
+      for (const auto& [tenant, bytes] : seg.tenant_bytes) quotas_->Refund(tenant, bytes);
+      seg.tenant_bytes.clear();
+      seg.range_tenant.clear();
     }
     segment_by_name_.erase(seg.segment.name);
   }
@@ -343,7 +346,7 @@ bool MasterService::Impl::AnySegmentCouldHold(uint64_t length, int64_t now) cons
 
 std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, uint32_t want,
                                                               const ReplicateConfig& config,
-                                                              int64_t now) {
+                                                              int64_t now, uint32_t tenant) {
   // Preferred slots in order (unknown names skipped); usually none or one, so a short list.
   absl::InlinedVector<uint32_t, 4> preferred;
   auto prefer = [&](const std::string& name) {
@@ -380,13 +383,14 @@ std::vector<ReplicaRef> MasterService::Impl::AllocateReplicas(uint64_t length, u
     if (!offset.has_value()) continue;
     seg.free_bytes.store(seg.alloc.free_bytes());
     used_bytes_.fetch_add(length);
+    OwnRange(seg, *offset, length, tenant);
     refs.push_back(ReplicaRef{slot, *offset});
   }
   return refs;
 }
 
 std::optional<ReplicaRef> MasterService::Impl::AllocateOn(uint32_t slot, uint64_t length,
-                                                          int64_t now) {
+                                                          int64_t now, uint32_t tenant) {
   SegmentState& seg = *segments_[slot];
   if (!OpenForNewObjects(seg, now)) return std::nullopt;
   yuebing::MutexLock lock(&seg.mu);
@@ -394,7 +398,15 @@ std::optional<ReplicaRef> MasterService::Impl::AllocateOn(uint32_t slot, uint64_
   if (!offset.has_value()) return std::nullopt;
   seg.free_bytes.store(seg.alloc.free_bytes());
   used_bytes_.fetch_add(length);
+  OwnRange(seg, *offset, length, tenant);
   return ReplicaRef{slot, *offset};
+}
+
+void MasterService::Impl::OwnRange(SegmentState& seg, uint64_t offset, uint64_t length,
+                                   uint32_t tenant) {
+  if (tenant == 0) return;
+  seg.range_tenant[offset] = tenant;
+  seg.tenant_bytes[tenant] += length;
 }
 
 void MasterService::Impl::FreeRange(uint32_t segment, uint64_t offset, uint64_t length) {
@@ -407,6 +419,17 @@ void MasterService::Impl::FreeRange(uint32_t segment, uint64_t offset, uint64_t 
   }
   seg->free_bytes.store(seg->alloc.free_bytes());
   used_bytes_.fetch_sub(length);
+  if (quotas_ != nullptr) {
+    auto owner = seg->range_tenant.find(offset);
+    if (owner != seg->range_tenant.end()) {
+      const uint32_t tenant = owner->second;
+      seg->range_tenant.erase(owner);
+      uint64_t& held = seg->tenant_bytes[tenant];
+      held -= std::min(held, length);
+      if (held == 0) seg->tenant_bytes.erase(tenant);
+      quotas_->Refund(tenant, length);
+    }
+  }
 }
 
 void MasterService::Impl::Retire(const ReplicaRef& ref, uint64_t length, int64_t free_at_ns,

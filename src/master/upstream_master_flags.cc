@@ -78,11 +78,6 @@ constexpr UpstreamFlag kUpstreamFlags[] = {
     {"kv_events_queue_capacity", false, Action::kDrop, "no KV-event publisher"},
     {"kv_events_model_name", false, Action::kDrop, "no KV-event publisher"},
     {"kv_events_tenant_id", false, Action::kDrop, "no KV-event publisher"},
-    {"enable_multi_tenants", true, Action::kOffOnly,
-     "yuebing does not isolate tenants: every client shares one namespace, as upstream's master "
-     "without this flag"},
-    {"tenant_quota_connector_type", false, Action::kDrop, "no tenant quotas (no multi-tenancy)"},
-    {"tenant_quota_connector_uri", false, Action::kDrop, "no tenant quotas (no multi-tenancy)"},
     {"kv_events_additional_salt", false, Action::kDrop, "no KV-event publisher"},
     // glog's flags: logging is set with YUEBING_LOG_LEVEL.
     {"v", false, Action::kDrop, "set YUEBING_LOG_LEVEL=debug instead"},

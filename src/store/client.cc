@@ -15,9 +15,11 @@
 #include "store/object_client.h"
 #include "store/replica_tasks.h"
 #include "store/segment_host.h"
+#include "store/tenant_scope.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
+#include "yuebing/common/tenant_key.h"
 
 namespace yuebing::store {
 namespace {
@@ -30,7 +32,8 @@ std::string RandomClientId() {
 
 class ClientImpl final : public Client {
  public:
-  explicit ClientImpl(const ClientConfig& config) : config_(config), id_(RandomClientId()) {}
+  explicit ClientImpl(const ClientConfig& config)
+      : config_(config), id_(RandomClientId()), scope_(config.tenant_id) {}
   // Members go in reverse order: the segment host (disk tier, pings, unmount) first, the engine
   // last.
   ~ClientImpl() override = default;
@@ -41,114 +44,145 @@ class ClientImpl final : public Client {
 
   absl::Status Put(const std::string& key, absl::string_view value,
                    const master::ReplicateConfig& config) override {
-    return objects_->BatchPutParts({key}, {{value}}, config, false)[0];
+    std::string scoped;
+    return objects_->BatchPutParts({scope_.Key(key, scoped)}, {{value}}, config, false)[0];
   }
   absl::Status PutParts(const std::string& key, absl::Span<const absl::string_view> parts,
                         const master::ReplicateConfig& config) override {
-    return objects_->BatchPutParts(
-        {key}, {std::vector<absl::string_view>(parts.begin(), parts.end())}, config, false)[0];
+    std::string scoped;
+    return objects_->BatchPutParts({scope_.Key(key, scoped)},
+                                   {std::vector<absl::string_view>(parts.begin(), parts.end())},
+                                   config, false)[0];
   }
   absl::Status Upsert(const std::string& key, absl::string_view value,
                       const master::ReplicateConfig& config) override {
-    return objects_->BatchPutParts({key}, {{value}}, config, true)[0];
+    std::string scoped;
+    return objects_->BatchPutParts({scope_.Key(key, scoped)}, {{value}}, config, true)[0];
   }
   absl::StatusOr<std::string> Get(const std::string& key) override {
-    return std::move(objects_->BatchGet({key})[0]);
+    std::string scoped;
+    return std::move(objects_->BatchGet({scope_.Key(key, scoped)})[0]);
   }
   absl::StatusOr<uint64_t> GetInto(const std::string& key, void* buffer,
                                    uint64_t capacity) override {
-    return std::move(objects_->BatchGetInto({key}, {Buffer{buffer, capacity}})[0]);
+    std::string scoped;
+    return std::move(
+        objects_->BatchGetInto({scope_.Key(key, scoped)}, {Buffer{buffer, capacity}})[0]);
   }
   absl::StatusOr<bool> IsExist(const std::string& key) override {
-    return std::move(objects_->BatchIsExist({key})[0]);
+    std::string scoped;
+    return std::move(objects_->BatchIsExist({scope_.Key(key, scoped)})[0]);
   }
   absl::StatusOr<uint64_t> GetSize(const std::string& key) override {
-    return objects_->GetSize(key);
+    std::string scoped;
+    return objects_->GetSize(scope_.Key(key, scoped));
   }
   absl::Status Remove(const std::string& key, bool force) override {
-    return objects_->BatchRemove({key}, force)[0];
+    std::string scoped;
+    return objects_->BatchRemove({scope_.Key(key, scoped)}, force)[0];
   }
   absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override {
-    return objects_->RemoveByRegex(pattern, force);
+    return objects_->RemoveByRegex(pattern, force, scope_.tenant());
   }
-  absl::StatusOr<uint64_t> RemoveAll(bool force) override { return objects_->RemoveAll(force); }
+  absl::StatusOr<uint64_t> RemoveAll(bool force) override {
+    return objects_->RemoveAll(force, scope_.tenant());
+  }
 
   std::vector<absl::Status> BatchPut(const std::vector<std::string>& keys,
                                      const std::vector<absl::string_view>& values,
                                      const master::ReplicateConfig& config, bool upsert) override {
-    return objects_->BatchPut(keys, values, config, upsert);
+    std::vector<std::string> scoped;
+    return objects_->BatchPut(scope_.Keys(keys, scoped), values, config, upsert);
   }
   std::vector<absl::Status> BatchPutParts(const std::vector<std::string>& keys,
                                           const std::vector<std::vector<absl::string_view>>& parts,
                                           const master::ReplicateConfig& config,
                                           bool upsert) override {
-    return objects_->BatchPutParts(keys, parts, config, upsert);
+    std::vector<std::string> scoped;
+    return objects_->BatchPutParts(scope_.Keys(keys, scoped), parts, config, upsert);
   }
   std::vector<absl::StatusOr<std::string>> BatchGet(const std::vector<std::string>& keys) override {
-    return objects_->BatchGet(keys);
+    std::vector<std::string> scoped;
+    return objects_->BatchGet(scope_.Keys(keys, scoped));
   }
   std::vector<absl::StatusOr<uint64_t>> BatchGetIntoParts(
       const std::vector<std::string>& keys,
       const std::vector<std::vector<Buffer>>& buffers) override {
-    return objects_->BatchGetIntoParts(keys, buffers);
+    std::vector<std::string> scoped;
+    return objects_->BatchGetIntoParts(scope_.Keys(keys, scoped), buffers);
   }
   std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
                                                      const std::vector<Buffer>& buffers) override {
-    return objects_->BatchGetInto(keys, buffers);
+    std::vector<std::string> scoped;
+    return objects_->BatchGetInto(scope_.Keys(keys, scoped), buffers);
   }
   std::vector<absl::StatusOr<std::vector<absl::Status>>> BatchGetRanges(
       const std::vector<std::string>& keys,
       const std::vector<std::vector<Range>>& ranges) override {
-    return objects_->BatchGetRanges(keys, ranges);
+    std::vector<std::string> scoped;
+    return objects_->BatchGetRanges(scope_.Keys(keys, scoped), ranges);
   }
   std::vector<absl::Status> StartReadSessions(const std::vector<std::string>& keys) override {
-    return objects_->StartReadSessions(keys);
+    std::vector<std::string> scoped;
+    return objects_->StartReadSessions(scope_.Keys(keys, scoped));
   }
   std::vector<absl::StatusOr<uint64_t>> ReadSessionRanges(
       const std::vector<std::string>& keys,
       const std::vector<std::vector<Range>>& ranges) override {
-    return objects_->ReadSessionRanges(keys, ranges);
+    std::vector<std::string> scoped;
+    return objects_->ReadSessionRanges(scope_.Keys(keys, scoped), ranges);
   }
   std::vector<absl::Status> StartPutSessions(const std::vector<std::string>& keys,
                                              const std::vector<uint64_t>& sizes,
                                              const master::ReplicateConfig& config) override {
-    return objects_->StartPutSessions(keys, sizes, config);
+    std::vector<std::string> scoped;
+    return objects_->StartPutSessions(scope_.Keys(keys, scoped), sizes, config);
   }
   std::vector<absl::StatusOr<uint64_t>> WritePutSessionRanges(
       const std::vector<std::string>& keys,
       const std::vector<std::vector<Range>>& ranges) override {
-    return objects_->WritePutSessionRanges(keys, ranges);
+    std::vector<std::string> scoped;
+    return objects_->WritePutSessionRanges(scope_.Keys(keys, scoped), ranges);
   }
   std::vector<absl::Status> EndPutSessions(const std::vector<std::string>& keys) override {
-    return objects_->EndPutSessions(keys);
+    std::vector<std::string> scoped;
+    return objects_->EndPutSessions(scope_.Keys(keys, scoped));
   }
   std::vector<absl::Status> RevokePutSessions(const std::vector<std::string>& keys) override {
-    return objects_->RevokePutSessions(keys);
+    std::vector<std::string> scoped;
+    return objects_->RevokePutSessions(scope_.Keys(keys, scoped));
   }
   void EndReadSessions(const std::vector<std::string>& keys) override {
-    objects_->EndReadSessions(keys);
+    std::vector<std::string> scoped;
+    objects_->EndReadSessions(scope_.Keys(keys, scoped));
   }
   std::vector<absl::StatusOr<bool>> BatchIsExist(const std::vector<std::string>& keys) override {
-    return objects_->BatchIsExist(keys);
+    std::vector<std::string> scoped;
+    return objects_->BatchIsExist(scope_.Keys(keys, scoped));
   }
   std::vector<absl::Status> BatchRemove(const std::vector<std::string>& keys, bool force) override {
-    return objects_->BatchRemove(keys, force);
+    std::vector<std::string> scoped;
+    return objects_->BatchRemove(scope_.Keys(keys, scoped), force);
   }
   std::vector<absl::StatusOr<master::ObjectLocation>> BatchQueryReplicas(
       const std::vector<std::string>& keys) override {
-    return objects_->BatchQueryReplicas(keys);
+    std::vector<std::string> scoped;
+    return objects_->BatchQueryReplicas(scope_.Keys(keys, scoped));
   }
   std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                               const std::string& segment_name) override {
-    return objects_->BatchReplicaClear(keys, segment_name);
+    std::vector<std::string> scoped;
+    return objects_->BatchReplicaClear(scope_.Keys(keys, scoped), segment_name);
   }
   absl::StatusOr<TaskId> CreateCopyTask(const std::string& key,
                                         const std::vector<std::string>& targets) override {
-    return tasks_->Create(TaskType::kReplicaCopy, key, "", targets);
+    std::string scoped;
+    return tasks_->Create(TaskType::kReplicaCopy, scope_.Key(key, scoped), "", targets);
   }
   absl::StatusOr<TaskId> CreateMoveTask(const std::string& key, const std::string& source,
                                         const std::string& target) override {
-    return tasks_->Create(TaskType::kReplicaMove, key, source, {target});
+    std::string scoped;
+    return tasks_->Create(TaskType::kReplicaMove, scope_.Key(key, scoped), source, {target});
   }
   absl::StatusOr<TaskInfo> QueryTask(const TaskId& id) override { return tasks_->Query(id); }
 
@@ -167,6 +201,8 @@ class ClientImpl final : public Client {
  private:
   const ClientConfig config_;
   const master::ClientId id_;
+  // The namespace of every key this client's callers pass (internal parts use scoped keys).
+  const TenantScope scope_;
   std::unique_ptr<transport::TransferEngine> engine_;
   std::shared_ptr<MasterApi> master_;
   std::unique_ptr<ObjectClient> objects_;
@@ -179,6 +215,7 @@ class ClientImpl final : public Client {
 
 absl::Status ClientImpl::Init(std::shared_ptr<MasterApi> master) {
   InitLogging();
+  YB_RETURN_IF_ERROR(CheckTenantId(config_.tenant_id));
   if (master == nullptr && config_.master_server_address.empty()) {
     return MakeError(ErrorCode::kInvalidParams, "master_server_address is empty");
   }

@@ -90,7 +90,7 @@ DiskTier::~DiskTier() {
 }
 
 absl::StatusOr<std::string> DiskTier::ServeObject(absl::string_view key) {
-  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
+  if (key.empty() || key.size() > limits::kMaxScopedKeyBytes) {
     return absl::InvalidArgumentError("bad key");
   }
   // FileStore::Read answers kObjectNotFound both for an absent file and for one that failed its

@@ -103,7 +103,7 @@ absl::StatusOr<std::pair<std::string, FileStore::Value>> ReadVerified(
   const uint64_t value_xxh = GetU64(header + 24);
   const uint64_t object_checksum = GetU64(header + 32);
   const uint64_t header_xxh = GetU64(header + 40);
-  if (key_len == 0 || key_len > limits::kMaxKeyBytes) return bad("bad key length");
+  if (key_len == 0 || key_len > limits::kMaxScopedKeyBytes) return bad("bad key length");
   if (value_size == 0 || file_size != FileStore::FileBytes(key_len, value_size)) {
     return bad("size does not match the header (unfinished or truncated)");
   }
@@ -230,9 +230,9 @@ void FileStore::DropLocked(const std::string& key, bool report) {
 
 absl::Status FileStore::Write(absl::string_view key, absl::string_view value,
                               uint64_t object_checksum) {
-  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
-    return MakeError(ErrorCode::kInvalidParams,
-                     absl::StrCat("file store: key must be 1..", limits::kMaxKeyBytes, " bytes"));
+  if (key.empty() || key.size() > limits::kMaxScopedKeyBytes) {
+    return MakeError(ErrorCode::kInvalidParams, absl::StrCat("file store: key must be 1..",
+                                                             limits::kMaxScopedKeyBytes, " bytes"));
   }
   if (value.empty()) return MakeError(ErrorCode::kInvalidParams, "file store: empty value");
   const uint64_t file_bytes = FileBytes(key.size(), value.size());

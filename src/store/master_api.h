@@ -97,8 +97,10 @@ class MasterApi {
   virtual std::vector<absl::Status> BatchReplicaClear(const std::vector<std::string>& keys,
                                                       const std::string& segment_name) = 0;
   virtual absl::StatusOr<uint64_t> GetSize(const std::string& key) = 0;
-  virtual absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) = 0;
-  virtual absl::StatusOr<uint64_t> RemoveAll(bool force) = 0;
+  // Within `tenant` (yuebing/common/tenant_key.h): the pattern matches its user keys.
+  virtual absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force,
+                                                 const std::string& tenant) = 0;
+  virtual absl::StatusOr<uint64_t> RemoveAll(bool force, const std::string& tenant) = 0;
   // Disk tier exchange (see MasterService::SyncDiskTier).
   virtual absl::StatusOr<master::DiskSyncReply> SyncDiskTier(
       const master::ClientId& client, const master::DiskSyncRequest& request) = 0;

@@ -668,19 +668,22 @@ absl::StatusOr<uint64_t> MasterClient::GetSize(const std::string& key) {
   return reply.size();
 }
 
-absl::StatusOr<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force) {
+absl::StatusOr<uint64_t> MasterClient::RemoveByRegex(const std::string& pattern, bool force,
+                                                     const std::string& tenant) {
   rpc::RemoveByRegexRequest request;
   request.set_pattern(pattern);
   request.set_force(force);
+  request.set_tenant_id(tenant);
   rpc::RemoveCountReply reply;
   YB_RETURN_IF_ERROR(YB_CALL(RemoveByRegex, request, reply));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));
   return reply.removed();
 }
 
-absl::StatusOr<uint64_t> MasterClient::RemoveAll(bool force) {
+absl::StatusOr<uint64_t> MasterClient::RemoveAll(bool force, const std::string& tenant) {
   rpc::RemoveAllRequest request;
   request.set_force(force);
+  request.set_tenant_id(tenant);
   rpc::RemoveCountReply reply;
   YB_RETURN_IF_ERROR(YB_CALL(RemoveAll, request, reply));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));

@@ -77,10 +77,13 @@ class ObjectClient {
   // Gives back the reservations of a started copy that will not be written (best effort).
   void RevokeCopy(const std::string& key);
   absl::StatusOr<uint64_t> GetSize(const std::string& key);
-  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) {
-    return master_->RemoveByRegex(pattern, force);
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force,
+                                         const std::string& tenant) {
+    return master_->RemoveByRegex(pattern, force, tenant);
   }
-  absl::StatusOr<uint64_t> RemoveAll(bool force) { return master_->RemoveAll(force); }
+  absl::StatusOr<uint64_t> RemoveAll(bool force, const std::string& tenant) {
+    return master_->RemoveAll(force, tenant);
+  }
   ClientStats Stats() const;
 
  private:

@@ -13,8 +13,11 @@
 
 namespace yuebing::store {
 
+// A scoped key (yuebing/common/tenant_key.h): store::Client checks the user key's own bounds
+// (1..kMaxKeyBytes) before scoping it; what reaches the object client is at most
+// kMaxScopedKeyBytes.
 inline absl::Status ValidateKey(const std::string& key) {
-  if (key.empty() || key.size() > limits::kMaxKeyBytes) {
+  if (key.empty() || key.size() > limits::kMaxScopedKeyBytes) {
     return MakeError(ErrorCode::kInvalidParams,
                      absl::StrCat("key must be 1..", limits::kMaxKeyBytes, " bytes"));
   }

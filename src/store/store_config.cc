@@ -13,12 +13,14 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "yuebing/common/config.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/status.h"
+#include "yuebing/common/tenant_key.h"
 
 namespace yuebing::store {
 namespace {
@@ -333,6 +335,12 @@ absl::Status StoreConfig::Validate() const {
   if (master_server_address.empty()) return Invalid("master_server_addr is required");
   if (global_segment_size < 0) return Invalid("global_segment_size must be >= 0");
   if (local_buffer_size < 0) return Invalid("local_buffer_size must be >= 0");
+  if (!tenant_id.empty()) {
+    if (absl::Status tenant = CheckTenantId(tenant_id); !tenant.ok()) {
+      return Invalid(
+          absl::StrCat("tenant_id '", absl::CHexEscape(tenant_id), "': ", tenant.message()));
+    }
+  }
   const std::string normalized = absl::AsciiStrToLower(absl::StripAsciiWhitespace(protocol));
   if (!normalized.empty() && normalized != "tcp" && normalized != "rdma") {
     return Invalid(absl::StrCat("protocol '", protocol, "' is not supported (tcp or rdma)"));
@@ -345,13 +353,8 @@ absl::StatusOr<ClientConfig> StoreConfig::ToClientConfig() const {
   if (enable_client_http_server) {
     YB_LOG_WARN("yuebing: the client HTTP server is not supported; ignored");
   }
-  if (!tenant_id.empty() && tenant_id != "default") {
-    YB_LOG_INFO(
-        "yuebing: tenant_id '{}': tenants are not isolated, every client shares one "
-        "namespace (as upstream's master without --enable_multi_tenants)",
-        tenant_id);
-  }
   ClientConfig config;
+  config.tenant_id = tenant_id.empty() ? std::string(kDefaultTenant) : tenant_id;
   config.local_hostname = local_hostname;
   config.metadata_server = NormalizeMetadata(metadata_server);
   config.global_segment_size = static_cast<uint64_t>(global_segment_size);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "yuebing/common/limits.h"
 
 namespace yuebing::transport {
 
@@ -30,8 +31,8 @@ inline constexpr uint64_t kMaxDataFrameBytes = 1ull << 30;
 inline constexpr uint64_t kMaxNameBytes = 1024;
 inline constexpr uint64_t kMaxDescriptorBytes = 16ull << 20;
 inline constexpr uint64_t kMaxRdmaConnectBytes = 64ull << 10;
-// Largest key of a READ_OBJECT request (the store's key limit, limits::kMaxKeyBytes).
-inline constexpr uint64_t kMaxObjectKeyBytes = 4096;
+// Largest key of a READ_OBJECT request (a scoped key: limits::kMaxScopedKeyBytes).
+inline constexpr uint64_t kMaxObjectKeyBytes = limits::kMaxScopedKeyBytes;
 
 enum class FrameType : uint8_t {
   kHello = 1,

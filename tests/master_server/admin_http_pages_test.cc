@@ -232,7 +232,7 @@ TEST_F(AdminHttpPagesTest, SummaryAndHaPages) {
     answer = Get(path);
     EXPECT_EQ(answer.status, 503) << path;
     EXPECT_EQ(answer.body,
-              "{\"success\":false,\"error_code\":-1010,\"error_message\":\"service plane is not "
+              "{\"success\":false,\"error_code\":-1011,\"error_message\":\"service plane is not "
               "active\"}")
         << path;
   }

@@ -93,7 +93,7 @@ TEST_F(MasterAuthTest, ClientsWithoutTheSecretAreRefusedAndChangeNothing) {
     SCOPED_TRACE(secret.empty() ? "no secret" : "wrong secret");
     auto stranger = Client(Security(secret));
     ASSERT_NE(stranger, nullptr);
-    auto removed = stranger->RemoveAll(/*force=*/true);
+    auto removed = stranger->RemoveAll(/*force=*/true, "");
     ASSERT_FALSE(removed.ok());
     EXPECT_EQ(ToErrorCode(removed.status()), ErrorCode::kRpcFail) << removed.status();
     EXPECT_TRUE(absl::StrContains(

@@ -77,19 +77,13 @@ TEST(UpstreamMasterFlagsTest, UnsafeFlagsAreRefusedByName) {
   EXPECT_THAT(missing.status().message(), HasSubstr("needs a value"));
 }
 
-TEST(UpstreamMasterFlagsTest, MultiTenancyIsRefusedOnlyWhenAskedFor) {
-  // Tenants are not isolated here: asking for isolation must fail rather than share keys.
-  for (const char* on : {"--enable_multi_tenants", "--enable_multi_tenants=true"}) {
-    absl::StatusOr<TranslatedFlags> refused = TranslateUpstreamMasterFlags({"m", on});
-    ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << on;
-    EXPECT_THAT(refused.status().message(), HasSubstr("tenants"));
+TEST(UpstreamMasterFlagsTest, MultiTenancyFlagsAreYuebingMasterFlags) {
+  // yuebing-master defines them itself: they pass through untouched.
+  for (const char* flag :
+       {"--enable_multi_tenants", "--enable_multi_tenants=true", "--noenable_multi_tenants",
+        "--tenant_quota_connector_type=file", "--tenant_quota_connector_uri=/etc/q.yaml"}) {
+    EXPECT_THAT(Translate({"m", flag}).argv, ElementsAre("m", flag)) << flag;
   }
-  for (const char* off : {"--noenable_multi_tenants", "--enable_multi_tenants=false"}) {
-    absl::StatusOr<TranslatedFlags> accepted = TranslateUpstreamMasterFlags({"m", off});
-    ASSERT_TRUE(accepted.ok()) << off << ": " << accepted.status();
-    EXPECT_THAT(accepted->argv, ElementsAre("m"));
-  }
-  EXPECT_THAT(Translate({"m", "--tenant_quota_connector_type=file"}).argv, ElementsAre("m"));
 }
 
 TEST(UpstreamMasterFlagsTest, EverythingAfterDoubleDashIsPositional) {

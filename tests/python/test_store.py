@@ -772,13 +772,3 @@ def test_store_server_death_never_gives_wrong_bytes(private_cluster, monkeypatch
         assert got in (b"", value)
         assert read < 0 or (read == len(value) and buf.tobytes() == value)
     s.close()
-
-
-def test_tenants_are_accepted_and_share_one_namespace(cluster, make_store):
-    # As upstream's master without --enable_multi_tenants: any tenant id sets up, and every
-    # client sees the same keys (yuebing has no tenant isolation; the master refuses that flag).
-    team = make_store(tenant_id="team-a")
-    other = make_store(tenant_id="team-b")
-    assert team.put("tenant-shared", b"v") == 0
-    assert other.get("tenant-shared") == b"v"
-    assert other.remove("tenant-shared") == 0

@@ -276,11 +276,15 @@ TEST(StoreConfigTest, ValidateAndTranslate) {
   EXPECT_TRUE(refused([](StoreConfig& b) { b.global_segment_size = -1; }));
   EXPECT_TRUE(refused([](StoreConfig& b) { b.local_buffer_size = -1; }));
   EXPECT_TRUE(refused([](StoreConfig& b) { b.protocol = "ib"; }));
-  // Tenants are accepted (not isolated: one namespace, as upstream's master without
-  // --enable_multi_tenants).
+  // Tenant ids follow upstream's rule (yuebing/common/tenant_key.h); empty means "default".
   StoreConfig tenant = c;
   tenant.tenant_id = "tenant-a";
-  EXPECT_TRUE(tenant.ToClientConfig().ok());
+  ASSERT_TRUE(tenant.ToClientConfig().ok());
+  EXPECT_EQ(tenant.ToClientConfig()->tenant_id, "tenant-a");
+  tenant.tenant_id = "";
+  EXPECT_EQ(tenant.ToClientConfig()->tenant_id, "default");
+  EXPECT_TRUE(refused([](StoreConfig& b) { b.tenant_id = "_system"; }));
+  EXPECT_TRUE(refused([](StoreConfig& b) { b.tenant_id = "bad\nname"; }));
   // The disk tier of a client lending memory needs a directory.
   ::unsetenv("MOONCAKE_OFFLOAD_FILE_STORAGE_PATH");
   StoreConfig offload = c;

@@ -331,20 +331,22 @@ absl::StatusOr<uint64_t> InProcessMasterApi::GetSize(const std::string& key) {
   return size;
 }
 
-absl::StatusOr<uint64_t> InProcessMasterApi::RemoveByRegex(const std::string& pattern, bool force) {
+absl::StatusOr<uint64_t> InProcessMasterApi::RemoveByRegex(const std::string& pattern, bool force,
+                                                           const std::string& tenant) {
   absl::StatusOr<uint64_t> removed = uint64_t{0};
   absl::Status call = Call("RemoveByRegex", [&](master::MasterService& service) {
     absl::Status check = master::CheckRegexSize(pattern);
-    removed = check.ok() ? service.RemoveByRegex(pattern, force) : check;
+    removed = check.ok() ? service.RemoveByRegex(pattern, force, TenantOrDefault(tenant)) : check;
   });
   if (!call.ok()) return call;
   return removed;
 }
 
-absl::StatusOr<uint64_t> InProcessMasterApi::RemoveAll(bool force) {
+absl::StatusOr<uint64_t> InProcessMasterApi::RemoveAll(bool force, const std::string& tenant) {
   uint64_t removed = 0;
-  absl::Status call = Call(
-      "RemoveAll", [&](master::MasterService& service) { removed = service.RemoveAll(force); });
+  absl::Status call = Call("RemoveAll", [&](master::MasterService& service) {
+    removed = service.RemoveAll(force, tenant);
+  });
   if (!call.ok()) return call;
   return removed;
 }

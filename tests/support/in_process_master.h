@@ -120,8 +120,9 @@ class InProcessMasterApi final : public store::MasterApi {
   absl::Status ReportDrainWork(const master::ClientId& client, const std::string& job_id,
                                const std::string& key, const absl::Status& outcome) override;
   absl::StatusOr<uint64_t> GetSize(const std::string& key) override;
-  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force) override;
-  absl::StatusOr<uint64_t> RemoveAll(bool force) override;
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force,
+                                         const std::string& tenant) override;
+  absl::StatusOr<uint64_t> RemoveAll(bool force, const std::string& tenant) override;
   absl::StatusOr<master::DiskSyncReply> SyncDiskTier(
       const master::ClientId& client, const master::DiskSyncRequest& request) override;
 

@@ -34,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "master/master_server.h"
+#include "master/tenant_policy.h"
 #include "master/upstream_master_flags.h"
 #include "security_flags.h"
 #include "yuebing/common/config.h"
@@ -79,6 +80,14 @@ ABSL_FLAG(int32_t, promotion_queue_limit, 50000,
 ABSL_FLAG(int32_t, promotion_max_per_heartbeat, 1,
           "With --promotion_on_hit: promotions handed to one store per disk-tier sync (>= 1; a "
           "store syncs again at once while it gets work).");
+ABSL_FLAG(bool, enable_multi_tenants, false,
+          "Tenant quotas: a tenant writes to memory only with a quota policy and within it "
+          "(tenants' keys are apart either way).");
+ABSL_FLAG(std::string, tenant_quota_connector_type, "file",
+          "Where tenant quota policies live: 'file' (a YAML document).");
+ABSL_FLAG(std::string, tenant_quota_connector_uri, "",
+          "With --enable_multi_tenants: the policy file (read at start, rewritten by the admin "
+          "API's PUT/DELETE /api/v1/tenant_quotas).");
 ABSL_FLAG(std::string, client_ttl, "10",
           "A client silent this long is dropped with its segments: seconds, or a duration.");
 ABSL_FLAG(std::string, put_start_discard_timeout_sec, "30",
@@ -240,6 +249,32 @@ absl::Status ReadPromotion(MasterOptions* options) {
   return absl::OkStatus();
 }
 
+// --enable_multi_tenants and the policy file it reads.
+absl::Status ReadTenants(MasterOptions* options) {
+  options->multi_tenant = absl::GetFlag(FLAGS_enable_multi_tenants);
+  if (!options->multi_tenant) return absl::OkStatus();
+  const std::string type = absl::GetFlag(FLAGS_tenant_quota_connector_type);
+  if (type != "file") {
+    return FlagError("tenant_quota_connector_type",
+                     absl::StrCat("unsupported tenant quota connector type '", type,
+                                  "' (yuebing keeps policies in a file: 'file')"));
+  }
+  const std::string path = absl::GetFlag(FLAGS_tenant_quota_connector_uri);
+  if (path.empty()) {
+    return FlagError("tenant_quota_connector_uri",
+                     "tenant quota file connector requires a non-empty uri");
+  }
+  absl::StatusOr<yuebing::master::TenantPolicy> policy = yuebing::master::LoadTenantPolicy(path);
+  if (!policy.ok()) {
+    return FlagError(
+        "tenant_quota_connector_uri",
+        absl::StrCat("failed to load tenant quota policy: ", policy.status().message()));
+  }
+  options->tenant_quotas.insert(policy->begin(), policy->end());
+  options->tenant_policy_path = path;
+  return absl::OkStatus();
+}
+
 // Checks --etcd_endpoints ("host:port" or "http(s)://host:port", separated by ';' or ',';
 // hosts and ports as ParseHostPort reads them) and --cluster_id.
 absl::Status CheckHaFlags() {
@@ -274,6 +309,7 @@ absl::StatusOr<MasterServer::Options> OptionsFromFlags() {
   if (auto s = ReadDurations(&options.master); !s.ok()) return s;
   if (auto s = ReadEviction(&options.master); !s.ok()) return s;
   if (auto s = ReadPromotion(&options.master); !s.ok()) return s;
+  if (auto s = ReadTenants(&options.master); !s.ok()) return s;
   if (auto s = CheckHaFlags(); !s.ok()) return s;
 
   options.rpc_host = absl::GetFlag(FLAGS_rpc_address);

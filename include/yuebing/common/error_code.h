@@ -40,9 +40,14 @@ enum class ErrorCode : int32_t {
   kRpcFail = -900,
   kEtcdOperationError = -1000,
   kUnavailableInCurrentStatus = -1010,
+  kUnavailableInCurrentMode = -1011,  // e.g. tenant quotas on a master without multi-tenancy
+  kPersistentFail = -1503,            // a tenant policy could not be written to its file
   kTaskNotFound = -1400,
   kTaskPendingLimitExceeded = -1401,
-  kJobNotFound = -1402,  // no drain job with that id
+  kJobNotFound = -1402,          // no drain job with that id
+  kTenantQuotaExceeded = -1700,  // the write would take the tenant past its memory quota
+  kTenantNotRegistered = -1701,  // a write by a tenant without a quota policy (multi-tenant mode)
+  kTenantNotEmpty = -1702,       // deleting the policy of a tenant that still owns objects
 };
 
 // The Mooncake-style name, e.g. "OBJECT_NOT_FOUND".

@@ -17,6 +17,13 @@ namespace yuebing::limits {
 // The Python binding passes keys through and returns the client's code.
 inline constexpr size_t kMaxKeyBytes = 4096;
 
+// Tenant ids are 1..kMaxTenantIdBytes bytes (yuebing/common/tenant_key.h).
+inline constexpr size_t kMaxTenantIdBytes = 128;
+
+// The longest scoped key (a user key within its tenant, yuebing/common/tenant_key.h): what the
+// layers below store::Client (object client, disk tier, file store, READ_OBJECT) accept.
+inline constexpr size_t kMaxScopedKeyBytes = kMaxKeyBytes + kMaxTenantIdBytes + 2;
+
 // The most MasterOptions::max_key_bytes may be raised to: the object index
 // stores a key's length in 16 bits. A larger setting is clamped to this.
 inline constexpr size_t kMaxConfigurableKeyBytes = UINT16_MAX;

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "yuebing/common/clock.h"
 #include "yuebing/common/limits.h"
+#include "yuebing/common/tenant_key.h"
 #include "yuebing/master/types.h"
 
 namespace yuebing::master {
@@ -68,6 +70,14 @@ struct MasterOptions {
   // Promotions handed to one store per SyncDiskTier at most (the store syncs again at once
   // while it gets work).
   uint32_t promotion_max_per_sync = 1;
+  // Multi-tenancy (upstream's --enable_multi_tenants): a tenant writes to memory only while it
+  // has a quota policy, and only within its quota (docs/master.md "Tenants and quotas").
+  // Tenants' keys are apart with or without it (yuebing/common/tenant_key.h).
+  bool multi_tenant = false;
+  // The policies it starts with (tenant -> requested bytes) and the file that PUT/DELETE of
+  // /api/v1/tenant_quotas rewrite ("" none: changes last until the master stops).
+  std::map<std::string, uint64_t> tenant_quotas;
+  std::string tenant_policy_path;
 };
 
 // Drain jobs: a move is tried this many times before it fails its job; a move handed out and not
@@ -166,10 +176,13 @@ class MasterService {
 
   // --- removal ---
   absl::Status Remove(const std::string& key, bool force = false);
-  // Removes complete objects whose key fully matches the RE2/std regex; returns how many.
-  // Leased objects are skipped unless force. Errors: kInvalidParams (bad regex).
-  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force = false);
-  uint64_t RemoveAll(bool force = false);
+  // Removes complete objects of `tenant` whose user key (yuebing/common/tenant_key.h) fully
+  // matches the std::regex; returns how many. Leased objects are skipped unless force.
+  // Errors: kInvalidParams (bad regex).
+  absl::StatusOr<uint64_t> RemoveByRegex(const std::string& pattern, bool force = false,
+                                         absl::string_view tenant = kDefaultTenant);
+  // Removes the complete objects of `tenant`; of every tenant when `tenant` is empty.
+  uint64_t RemoveAll(bool force = false, absl::string_view tenant = {});
 
   // --- batch forms: one result per key, in order; at most limits::kMaxBatchKeys keys ---
   std::vector<absl::StatusOr<std::vector<Replica>>> BatchPutStart(
@@ -260,6 +273,20 @@ class MasterService {
 
   MasterStats Stats() const;
 
+  // --- tenant quotas (multi_tenant; every call fails with kUnavailableInCurrentMode without) ---
+  bool MultiTenant() const;
+  // Tenants with a policy or a charge, sorted by id.
+  absl::StatusOr<std::vector<TenantQuotaSnapshot>> ListTenantQuotas() const;
+  // Errors: kInvalidParams (bad id), kObjectNotFound (no policy and no charge).
+  absl::StatusOr<TenantQuotaSnapshot> GetTenantQuota(const std::string& tenant) const;
+  // Creates or changes a policy (1..2^63-1 bytes), written to tenant_policy_path first. Lowering
+  // it below the charge evicts nothing: the tenant's next writes evict its own objects or fail.
+  // Errors: kInvalidParams, kPersistentFail (the file could not be written: nothing changed).
+  absl::StatusOr<TenantQuotaSnapshot> UpsertTenantQuota(const std::string& tenant, uint64_t bytes);
+  // Removes a policy. Errors: kInvalidParams, kObjectNotFound (no policy), kTenantNotEmpty (the
+  // tenant still holds memory or objects, disk-only ones included), kPersistentFail.
+  absl::Status DeleteTenantQuota(const std::string& tenant);
+
   // --- admin queries (read-only: no lease granted, no access recorded, no soft pin extended) ---
   // The replicas of a complete object, as GetReplicaList would return them, with lease_id 0
   // and lease_ttl 0. Errors: kInvalidParams (bad key), kObjectNotFound.
@@ -267,9 +294,11 @@ class MasterService {
   // QueryReplicas of each key (kInvalidParams for all when more than limits::kMaxBatchKeys).
   std::vector<absl::StatusOr<ObjectLocation>> BatchQueryReplicas(
       const std::vector<std::string>& keys) const;
-  // Keys of complete objects (in memory or only on a disk tier), unordered, at most `limit`;
-  // `*truncated` (when given) tells whether more exist. Walks every shard: O(objects).
-  std::vector<std::string> ListKeys(size_t limit, bool* truncated = nullptr) const;
+  // User keys of `tenant`'s complete objects (in memory or only on a disk tier), unordered, at
+  // most `limit`; `*truncated` (when given) tells whether more exist. Walks every shard:
+  // O(objects).
+  std::vector<std::string> ListKeys(size_t limit, bool* truncated = nullptr,
+                                    absl::string_view tenant = kDefaultTenant) const;
 
  private:
   class Impl;

@@ -116,6 +116,18 @@ struct CopyPlan {
 
 enum class ClientState { kOk, kNeedRemount };
 
+// One tenant's quota account on a master with multi-tenancy (upstream's snapshot of
+// GET /api/v1/tenant_quotas; docs/master.md "Tenants and quotas").
+struct TenantQuotaSnapshot {
+  std::string tenant_id;
+  uint64_t requested_quota_bytes = 0;  // its policy; 0: none
+  uint64_t effective_quota_bytes = 0;  // what is enforced: scaled down when memory is short
+  uint64_t charged_bytes = 0;          // memory its replicas hold (aligned), in progress included
+  bool admission_closed = true;        // its writes are refused (no policy, or being deleted)
+  bool over_quota = false;             // charged above effective
+  bool has_explicit_policy = false;
+};
+
 // --- drain jobs: moving every object off segments before they go (docs/master.md "Drain") ---
 
 // Numbered as upstream's JobStatus and SegmentStatus (the admin API reports the numbers too).

@@ -65,6 +65,11 @@ struct ClientConfig {
   std::string ssd_path;
   uint64_t ssd_capacity = 0;
   uint16_t ssd_port = 0;
+  // The tenant whose namespace this client's keys live in (yuebing/common/tenant_key.h): clients
+  // of different tenants never see each other's objects; a master with multi-tenancy also holds
+  // each tenant to its memory quota (docs/store.md "Tenants"). Must pass CheckTenantId
+  // (Client::Create fails with kInvalidParams otherwise).
+  std::string tenant_id = "default";
 };
 
 struct ClientStats {

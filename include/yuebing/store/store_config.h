@@ -97,8 +97,8 @@ struct StoreConfig {
 
   // What setup() refuses: empty local_hostname, metadata_server or master_server_address,
   // negative sizes, a protocol other than tcp/rdma (after trimming and lower-casing; blank means
-  // tcp). Any tenant_id is accepted: tenants are not isolated (all share one namespace, as on
-  // upstream's master without --enable_multi_tenants).
+  // tcp), a tenant_id that CheckTenantId refuses (empty means "default"; tenants' keys are
+  // apart: yuebing/common/tenant_key.h).
   absl::Status Validate() const;
 
   // Validate(), then the client's configuration: metadata_server normalized (P2PHANDSHAKE and
