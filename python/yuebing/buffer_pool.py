@@ -36,6 +36,8 @@ __all__ = [
     "BufferLease",
     "RegisteredBufferPool",
     "RegisteredBufferLease",
+    "BufferLeaseView",
+    "RegisteredBufferLeaseView",
 ]
 
 _PAGE = mmap.PAGESIZE
@@ -316,3 +318,6 @@ def _unexported(region: mmap.mmap) -> bool:
 
 RegisteredBufferPool = BufferPool
 RegisteredBufferLease = BufferLease
+# Upstream's type of BufferLease.buffer (a buffer-protocol view); here it is a memoryview.
+BufferLeaseView = memoryview
+RegisteredBufferLeaseView = BufferLeaseView

@@ -17,8 +17,9 @@ crash or a hang) for what was on it.
 Flags are upstream's (``--flag=value`` or ``--flag value``; booleans as gflags spells them):
 host, port, metadata_server, device_names, master_server_address, protocol,
 global_segment_size, local_buffer_size, tenant_id, threads, enable_offload,
-start_offload_rpc_server, enable_http_server, http_port, log_dir. ``threads``,
-``start_offload_rpc_server`` and ``log_dir`` are accepted and have no effect (the transfer
+start_offload_rpc_server, enable_http_server, http_port, log_dir, use_mmap_arena_allocator,
+mmap_arena_pool_size. ``threads``, ``start_offload_rpc_server``, ``log_dir`` and the two mmap
+arena flags are accepted and have no effect (the transfer
 engine sizes its own threads; the disk tier is served by the engine's port; logs go to stderr).
 Prints ``yuebing-client ready port=<port> segment=<name>`` once serving; SIGINT/SIGTERM unmount
 the segment and exit 0. Exit status 2 for bad flags, 1 when the store cannot be set up.
@@ -75,6 +76,10 @@ def parse_arguments(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser.add_argument("--http_port", type=int, default=9300)
     parser.add_argument("--ssd_offload_path", default="", help="yuebing: disk tier directory")
     parser.add_argument("--log_dir", default="", help="accepted, no effect")
+    # upstream's store library defines these for its mmap buffer arena (no such arena here)
+    _bool_flag(parser, "use_mmap_arena_allocator", False, "accepted, no effect")
+    parser.add_argument("--mmap_arena_pool_size", default="8GB", type=parse_size,
+                        help="accepted, no effect")
     args = parser.parse_args(argv)
     for name in ("port", "http_port"):
         if not 0 < getattr(args, name) < 65536:

@@ -42,8 +42,10 @@ from yuebing._yuebing import (  # noqa: F401  (re-exports)
 from yuebing._yuebing import MooncakeDistributedStore as _NativeStore
 from yuebing.buffer_pool import (  # noqa: F401  (re-exports)
     BufferLease,
+    BufferLeaseView,
     BufferPool,
     RegisteredBufferLease,
+    RegisteredBufferLeaseView,
     RegisteredBufferPool,
 )
 from yuebing.config import MooncakeConfig
@@ -65,6 +67,8 @@ __all__ = [
     "BufferLease",
     "RegisteredBufferPool",
     "RegisteredBufferLease",
+    "BufferLeaseView",
+    "RegisteredBufferLeaseView",
     "BufferHandle",
     "MooncakeHostMemAllocator",
     "MooncakeConfig",

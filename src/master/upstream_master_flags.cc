@@ -79,6 +79,9 @@ constexpr UpstreamFlag kUpstreamFlags[] = {
     {"kv_events_model_name", false, Action::kDrop, "no KV-event publisher"},
     {"kv_events_tenant_id", false, Action::kDrop, "no KV-event publisher"},
     {"kv_events_additional_salt", false, Action::kDrop, "no KV-event publisher"},
+    // Defined by upstream's store library (its master links it): the mmap buffer arena.
+    {"use_mmap_arena_allocator", true, Action::kDrop, "the master allocates no buffers"},
+    {"mmap_arena_pool_size", false, Action::kDrop, "the master allocates no buffers"},
     // glog's flags: logging is set with YUEBING_LOG_LEVEL.
     {"v", false, Action::kDrop, "set YUEBING_LOG_LEVEL=debug instead"},
     {"vmodule", false, Action::kDrop, "set YUEBING_LOG_LEVEL instead"},

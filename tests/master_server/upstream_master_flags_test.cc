@@ -56,6 +56,11 @@ TEST(UpstreamMasterFlagsTest, MeaninglessFlagsAreDroppedWithAWarningEach) {
   EXPECT_THAT(out.warnings[1], HasSubstr("YUEBING_LOG_LEVEL"));
   EXPECT_THAT(out.warnings[3], HasSubstr("--enable_metric_reporting=false"));
   EXPECT_THAT(out.warnings[5], HasSubstr("--root_fs_dir=/mnt/3fs"));
+  // Flags of upstream's store library, which its master links.
+  TranslatedFlags arena =
+      Translate({"m", "--use_mmap_arena_allocator", "--mmap_arena_pool_size=1073741824"});
+  EXPECT_THAT(arena.argv, ElementsAre("m"));
+  EXPECT_EQ(arena.warnings.size(), 2u);
 }
 
 TEST(UpstreamMasterFlagsTest, EtcdConnstringBecomesEtcdEndpoints) {

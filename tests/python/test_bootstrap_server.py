@@ -62,6 +62,14 @@ def test_bad_arguments_are_refused():
         KVBootstrapServer(port=0, host="")
 
 
+def test_parse_args_reads_upstreams_command_line():
+    from mooncake.http_metadata_server import parse_args
+    args = parse_args(["--port", "9090", "--host=127.0.0.1", "--log-level", "DEBUG"])
+    assert (args.port, args.host, args.log_level) == (9090, "127.0.0.1", "DEBUG")
+    assert (parse_args([]).port, parse_args([]).host, parse_args([]).log_level) == (
+        8080, "0.0.0.0", "INFO")
+
+
 def test_a_transfer_engine_uses_it_as_its_metadata_server(server):
     import numpy as np
     from mooncake.engine import TransferEngine

@@ -23,6 +23,8 @@ def test_a_lease_stages_bytes_for_put_from_and_get_into(local_store):
     payload = bytes(range(256)) * 16
     with pool.acquire(len(payload)) as lease:
         view = lease.buffer
+        from mooncake.store import BufferLeaseView, RegisteredBufferLeaseView
+        assert isinstance(view, BufferLeaseView) and RegisteredBufferLeaseView is BufferLeaseView
         view[:] = payload
         del view
         assert lease.ptr % 64 == 0

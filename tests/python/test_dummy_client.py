@@ -134,6 +134,13 @@ def test_real_client_refuses_bad_flags(flag):
     assert "error" in done.stderr
 
 
+def test_real_client_accepts_upstreams_no_effect_flags():
+    from yuebing.real_client import parse_arguments
+    args = parse_arguments(["--threads=4", "--start_offload_rpc_server=false", "--log_dir=/tmp",
+                            "--use_mmap_arena_allocator", "--mmap_arena_pool_size=1073741824"])
+    assert args.use_mmap_arena_allocator is True and args.mmap_arena_pool_size == 1 << 30
+
+
 def test_real_client_exits_when_the_master_is_unreachable():
     done = subprocess.run([sys.executable, "-m", "yuebing.real_client", "--host=127.0.0.1",
                            f"--port={free_port()}", "--metadata_server=P2PHANDSHAKE",
