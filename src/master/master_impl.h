@@ -186,6 +186,11 @@ struct SpillQueue {
 struct ClientInfo {
   uint64_t serial = 0;  // never reused: identifies the writer of a put
   std::atomic<int64_t> last_ping_ns{0};
+  // Registered by a put, copy, drain poll or disk-tier sync rather than by a ping or a mount:
+  // its next ping answers kNeedRemount (an expired client that kept calling must mount its
+  // segments again; one that has none ignores it, and a repeated mount is answered as it is).
+  // Cleared by that ping.
+  std::atomic<bool> remount_on_ping{false};
   // Index into endpoints_ + 1 of this store's disk tier; 0: none. Written under exclusive topo_mu_.
   uint32_t disk_endpoint = 0;
   // Its mount said it runs a disk tier (MountSegmentForRestore), announced or not yet: eviction

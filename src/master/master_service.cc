@@ -139,6 +139,10 @@ absl::StatusOr<uint64_t> MasterService::Impl::TouchClient(const ClientId& client
     }
     it = clients_.try_emplace(client).first;
     it->second.serial = next_client_serial_++;
+    // Registered by a call other than a ping or a mount: it may be a client whose segments were
+    // dropped when it expired (its drain worker, puts or disk tier kept calling). Its next ping
+    // asks it to mount them again, as a ping of an unknown client does.
+    it->second.remount_on_ping.store(true);
   }
   it->second.last_ping_ns.store(now);
   return it->second.serial;

@@ -130,7 +130,8 @@ ClientState MasterService::Impl::Ping(const ClientId& client) {
     auto it = clients_.find(client);
     if (it != clients_.end()) {
       it->second.last_ping_ns.store(now);
-      return ClientState::kOk;
+      return it->second.remount_on_ping.exchange(false) ? ClientState::kNeedRemount
+                                                        : ClientState::kOk;
     }
   }
   // Unknown (new, or expired and dropped): remember it, and ask it to mount its segments again.
@@ -138,7 +139,8 @@ ClientState MasterService::Impl::Ping(const ClientId& client) {
   auto it = clients_.find(client);
   if (it != clients_.end()) {
     it->second.last_ping_ns.store(now);
-    return ClientState::kOk;
+    return it->second.remount_on_ping.exchange(false) ? ClientState::kNeedRemount
+                                                      : ClientState::kOk;
   }
   if (clients_.size() < kMaxClients) {
     it = clients_.try_emplace(client).first;

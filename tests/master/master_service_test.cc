@@ -144,6 +144,26 @@ TEST_F(MasterServiceTest, NameOfLiveClientIsRefusedAndOfExpiredClientTakenOver) 
   EXPECT_EQ(master_->Ping("c1"), ClientState::kNeedRemount);
 }
 
+TEST_F(MasterServiceTest, AnExpiredClientThatKeepsCallingIsStillAskedToRemount) {
+  // A store's drain worker (or its puts, or its disk tier) may reach the master before its next
+  // ping once a partition heals: that call registers it again, but without its segment. Its
+  // ping must still say kNeedRemount, or the segment would never come back.
+  Mount("c1", "seg1", 1 << 20);
+  alive_.erase("c1");
+  Advance(11s);  // c1 silent for longer than client_ttl
+  master_->Tick();
+  EXPECT_TRUE(master_->Stats().segments.empty());
+  ASSERT_TRUE(master_->FetchDrainWork("c1", 4).ok());
+  EXPECT_EQ(master_->Ping("c1"), ClientState::kNeedRemount);
+  EXPECT_EQ(master_->Ping("c1"), ClientState::kOk);  // asked once
+  // The same after a put registered it.
+  Advance(11s);
+  master_->Tick();
+  ASSERT_TRUE(master_->MountSegment("c2", Segment{"seg2", 0x900000, 1 << 20}).ok());
+  EXPECT_TRUE(Put("c1", "after-expiry").ok());
+  EXPECT_EQ(master_->Ping("c1"), ClientState::kNeedRemount);
+}
+
 TEST_F(MasterServiceTest, MountRejectsBadArguments) {
   EXPECT_EQ(Code(master_->MountSegment("c1", Segment{"", 0, 4096})), ErrorCode::kInvalidParams);
   EXPECT_EQ(Code(master_->MountSegment("c1", Segment{"s", 0, 0})), ErrorCode::kInvalidParams);
