@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/limits.h"
+#include "yuebing/common/tenant_key.h"
 
 namespace yuebing::master {
 
@@ -118,9 +119,11 @@ AdminPage AllSegmentsPage(const MasterService& service) {
   return Text(200, std::move(body));
 }
 
-AdminPage AllKeysPage(const MasterService& service, size_t limit) {
+AdminPage AllKeysPage(const MasterService& service, size_t limit, const std::string& tenant) {
+  if (!tenant.empty() && !CheckTenantId(tenant).ok()) return Text(400, "Invalid tenant_id\n");
   bool truncated = false;
-  const std::vector<std::string> keys = service.ListKeys(limit, &truncated);
+  const std::vector<std::string> keys =
+      service.ListKeys(limit, &truncated, TenantOrDefault(tenant));
   std::string body;
   for (const std::string& key : keys) absl::StrAppend(&body, key, "\n");
   AdminPage page = Text(200, std::move(body));
@@ -128,8 +131,12 @@ AdminPage AllKeysPage(const MasterService& service, size_t limit) {
   return page;
 }
 
-AdminPage QueryKeyPage(const MasterService& service, const std::string& key) {
-  absl::StatusOr<ObjectLocation> location = service.QueryReplicas(key);
+AdminPage QueryKeyPage(const MasterService& service, const std::string& key,
+                       const std::string& tenant) {
+  absl::StatusOr<ObjectLocation> location =
+      tenant.empty() || CheckTenantId(tenant).ok()
+          ? service.QueryReplicas(ScopedKey(TenantOrDefault(tenant), key))
+          : absl::StatusOr<ObjectLocation>(CheckTenantId(tenant));
   std::string body;
   if (!location.ok()) {
     const ErrorCode code = ToErrorCode(location.status());
@@ -145,7 +152,11 @@ AdminPage QueryKeyPage(const MasterService& service, const std::string& key) {
   return Json(200, std::move(body));
 }
 
-AdminPage BatchQueryKeysPage(const MasterService& service, const std::string& keys_param) {
+AdminPage BatchQueryKeysPage(const MasterService& service, const std::string& keys_param,
+                             const std::string& tenant) {
+  if (!tenant.empty() && !CheckTenantId(tenant).ok()) {
+    return Json(400, "{\"success\":false,\"error\":\"Invalid tenant_id\"}");
+  }
   if (keys_param.empty()) {
     return Json(400, "{\"success\":false,\"error\":\"No keys provided. Use ?keys=key1,key2,...\"}");
   }
@@ -164,7 +175,8 @@ AdminPage BatchQueryKeysPage(const MasterService& service, const std::string& ke
     first = false;
     AppendJsonString(&body, key);
     body.push_back(':');
-    absl::StatusOr<ObjectLocation> location = service.QueryReplicas(key);
+    absl::StatusOr<ObjectLocation> location =
+        service.QueryReplicas(ScopedKey(TenantOrDefault(tenant), key));
     if (!location.ok()) {
       body += "{\"ok\":false,\"error\":";
       AppendJsonString(&body, ErrorCodeName(ToErrorCode(location.status())));

@@ -9,6 +9,8 @@
 //   /batch_query_keys?keys=a,b  JSON {"success":true,"data":{"a":{"ok":true,"values":[...]},
 //                         "b":{"ok":false,"error":"OBJECT_NOT_FOUND"}}}; no keys: 400
 //   /query_segment?segment=S   text "S\nUsed(bytes): U\nCapacity(bytes): C\n"; unknown: 500
+// The key pages show the "default" tenant's keys, as upstream's; yuebing's `tenant_id=T`
+// parameter shows T's (yuebing/common/tenant_key.h).
 //   /get_segments_detail  JSON {"total_segments":N,"segments":[{...}]}
 // A replica descriptor is {"size_":..,"buffer_address_":..,"protocol_":"","transport_endpoint_":
 // "<segment name>"}: the master does not know the transport protocol, so protocol_ is empty.
@@ -39,10 +41,15 @@ inline constexpr const char* kAdminTextType = "text/plain; version=0.0.4";
 inline constexpr const char* kAdminJsonType = "application/json; charset=utf-8";
 
 AdminPage AllSegmentsPage(const MasterService& service);
-AdminPage AllKeysPage(const MasterService& service, size_t limit = kMaxListedKeys);
-AdminPage QueryKeyPage(const MasterService& service, const std::string& key);
+// `tenant`: whose keys (yuebing's `tenant_id` parameter; empty: "default", as upstream, whose
+// pages show only that tenant's). A bad tenant id is 400 (/query_key: 404 with -600).
+AdminPage AllKeysPage(const MasterService& service, size_t limit = kMaxListedKeys,
+                      const std::string& tenant = "");
+AdminPage QueryKeyPage(const MasterService& service, const std::string& key,
+                       const std::string& tenant = "");
 // `keys` is the raw comma-separated list (already URL-decoded).
-AdminPage BatchQueryKeysPage(const MasterService& service, const std::string& keys);
+AdminPage BatchQueryKeysPage(const MasterService& service, const std::string& keys,
+                             const std::string& tenant = "");
 AdminPage QuerySegmentPage(const MasterService& service, const std::string& segment);
 AdminPage SegmentsDetailPage(const MasterService& service);
 

@@ -215,12 +215,15 @@ void AdminHttpServer::Impl::Routes() {
   });
   DataPage("/get_all_segments",
            [this](const httplib::Request&) { return AllSegmentsPage(*service_); });
-  DataPage("/get_all_keys", [this](const httplib::Request&) { return AllKeysPage(*service_); });
+  DataPage("/get_all_keys", [this](const httplib::Request& req) {
+    return AllKeysPage(*service_, kMaxListedKeys, req.get_param_value("tenant_id"));
+  });
   DataPage("/query_key", [this](const httplib::Request& req) {
-    return QueryKeyPage(*service_, req.get_param_value("key"));
+    return QueryKeyPage(*service_, req.get_param_value("key"), req.get_param_value("tenant_id"));
   });
   DataPage("/batch_query_keys", [this](const httplib::Request& req) {
-    return BatchQueryKeysPage(*service_, req.get_param_value("keys"));
+    return BatchQueryKeysPage(*service_, req.get_param_value("keys"),
+                              req.get_param_value("tenant_id"));
   });
   DataPage("/query_segment", [this](const httplib::Request& req) {
     return QuerySegmentPage(*service_, req.get_param_value("segment"));

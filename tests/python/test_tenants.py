@@ -29,8 +29,10 @@ def admin(cluster, method: str, path: str, body=None):
         return error.code, json.loads(error.read() or b"null")
 
 
-def all_keys(cluster) -> set:
+def all_keys(cluster, tenant: str = "") -> set:
     url = f"http://127.0.0.1:{cluster.metrics_port}/get_all_keys"
+    if tenant:
+        url += f"?tenant_id={tenant}"
     with urllib.request.urlopen(url, timeout=10) as answer:
         return set(answer.read().decode().split())
 
@@ -57,6 +59,18 @@ def test_tenants_keep_their_keys_apart(cluster, make_store):
     assert default.put("plain-key", b"d") == 0
     keys = all_keys(cluster)
     assert "plain-key" in keys and "shared-name" not in keys
+    # yuebing's tenant_id parameter shows another tenant's keys and replicas.
+    assert "shared-name" in all_keys(cluster, "team-a") and "plain-key" not in all_keys(
+        cluster, "team-a")
+    base = f"http://127.0.0.1:{cluster.metrics_port}"
+    with urllib.request.urlopen(f"{base}/query_key?key=shared-name&tenant_id=team-a") as answer:
+        assert json.loads(answer.read())["data"][0]["size_"] == len(b"from-a")
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"{base}/query_key?key=shared-name")
+    assert missing.value.code == 404
+    with urllib.request.urlopen(f"{base}/batch_query_keys?keys=shared-name&tenant_id=team-a") as a2:
+        assert json.loads(a2.read())["data"]["shared-name"]["ok"] is True
+    assert admin(cluster, "GET", "/batch_query_keys?keys=x&tenant_id=_bad")[0] == 400
     assert a.remove_all(True) == 1 and default.remove("plain-key") == 0
 
 
