@@ -133,10 +133,10 @@ AdminPage AllKeysPage(const MasterService& service, size_t limit, const std::str
 
 AdminPage QueryKeyPage(const MasterService& service, const std::string& key,
                        const std::string& tenant) {
+  const absl::Status bad_tenant = tenant.empty() ? absl::OkStatus() : CheckTenantId(tenant);
   absl::StatusOr<ObjectLocation> location =
-      tenant.empty() || CheckTenantId(tenant).ok()
-          ? service.QueryReplicas(ScopedKey(TenantOrDefault(tenant), key))
-          : absl::StatusOr<ObjectLocation>(CheckTenantId(tenant));
+      bad_tenant.ok() ? service.QueryReplicas(ScopedKey(TenantOrDefault(tenant), key))
+                      : absl::StatusOr<ObjectLocation>(bad_tenant);
   std::string body;
   if (!location.ok()) {
     const ErrorCode code = ToErrorCode(location.status());

@@ -28,10 +28,10 @@ AdminPage Ok(Json data) {
   return AdminJsonPage(200, body.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
-AdminPage BadTenant(const std::string& tenant, const char* what) {
-  absl::Status why = CheckTenantId(tenant);
-  return AdminErrorPage(MakeError(ErrorCode::kInvalidParams,
-                                  absl::StrCat(what, why.ok() ? "" : ": ", why.message())));
+// `why`: what CheckTenantId said of the tenant id.
+AdminPage BadTenant(const absl::Status& why, const char* what) {
+  return AdminErrorPage(
+      MakeError(ErrorCode::kInvalidParams, absl::StrCat(what, ": ", why.message())));
 }
 
 // Prometheus label value: \ " and newline escaped.
@@ -58,7 +58,9 @@ AdminPage GetTenantQuotasPage(const MasterService& service, const std::string& t
     for (const TenantQuotaSnapshot& s : *list) data.push_back(ToJson(s));
     return Ok(std::move(data));
   }
-  if (!CheckTenantId(tenant).ok()) return BadTenant(tenant, "Invalid tenant_id");
+  if (absl::Status bad = CheckTenantId(tenant); !bad.ok()) {
+    return BadTenant(bad, "Invalid tenant_id");
+  }
   absl::StatusOr<TenantQuotaSnapshot> one = service.GetTenantQuota(tenant);
   if (!one.ok()) return AdminErrorPage(one.status());
   return Ok(ToJson(*one));
@@ -66,8 +68,8 @@ AdminPage GetTenantQuotasPage(const MasterService& service, const std::string& t
 
 AdminPage PutTenantQuotaPage(MasterService& service, const std::string& tenant,
                              const std::string& body) {
-  if (tenant.empty() || !CheckTenantId(tenant).ok()) {
-    return BadTenant(tenant, "Missing or invalid tenant_id");
+  if (absl::Status bad = CheckTenantId(tenant); !bad.ok()) {
+    return BadTenant(bad, "Missing or invalid tenant_id");
   }
   Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {
@@ -90,8 +92,8 @@ AdminPage PutTenantQuotaPage(MasterService& service, const std::string& tenant,
 }
 
 AdminPage DeleteTenantQuotaPage(MasterService& service, const std::string& tenant) {
-  if (tenant.empty() || !CheckTenantId(tenant).ok()) {
-    return BadTenant(tenant, "Missing or invalid tenant_id");
+  if (absl::Status bad = CheckTenantId(tenant); !bad.ok()) {
+    return BadTenant(bad, "Missing or invalid tenant_id");
   }
   absl::Status result = service.DeleteTenantQuota(tenant);
   if (!result.ok()) return AdminErrorPage(result);

@@ -1,7 +1,6 @@
 #include "master/tenant_quotas.h"
 
 #include <algorithm>
-#include <numeric>
 #include <utility>
 
 #include "absl/numeric/int128.h"
@@ -220,19 +219,6 @@ absl::Status TenantQuotas::FinishDelete(absl::string_view tenant, bool empty) {
 uint64_t TenantQuotas::Charged(uint32_t tenant) const {
   yuebing::MutexLock lock(&mu_);
   return accounts_[tenant - 1].charged;
-}
-
-uint64_t TenantQuotas::RequestedSum() const {
-  yuebing::MutexLock lock(&mu_);
-  uint64_t sum = 0;
-  for (const Account& a : accounts_) sum += a.requested;
-  return sum;
-}
-
-uint64_t TenantQuotas::EffectiveSum(uint64_t capacity) const {
-  yuebing::MutexLock lock(&mu_);
-  Recompute(capacity);
-  return std::accumulate(effective_.begin(), effective_.end(), uint64_t{0});
 }
 
 }  // namespace yuebing::master

@@ -66,9 +66,6 @@ class TenantQuotas {
   absl::Status FinishDelete(absl::string_view tenant, bool empty);
 
   uint64_t Charged(uint32_t tenant) const;
-  // Σ requested quotas and Σ effective quotas (metrics).
-  uint64_t RequestedSum() const;
-  uint64_t EffectiveSum(uint64_t capacity) const;
 
  private:
   struct Account {

@@ -10,8 +10,7 @@ namespace yuebing::master {
 namespace {
 
 // kEtcdOnly: accepted when its value is "etcd" (the only HA backend here), refused otherwise.
-// kOffOnly: a boolean accepted (and ignored) when false, refused when true.
-enum class Action { kDrop, kRename, kRefuse, kEtcdOnly, kOffOnly };
+enum class Action { kDrop, kRename, kRefuse, kEtcdOnly };
 
 struct UpstreamFlag {
   const char* name;
@@ -166,10 +165,6 @@ absl::StatusOr<TranslatedFlags> TranslateUpstreamMasterFlags(const std::vector<s
         return absl::InvalidArgumentError(absl::StrCat(shown, ": ", flag->detail));
       case Action::kEtcdOnly:
         if (value != "etcd")
-          return absl::InvalidArgumentError(absl::StrCat(shown, ": ", flag->detail));
-        break;
-      case Action::kOffOnly:
-        if (value != "false" && value != "0")
           return absl::InvalidArgumentError(absl::StrCat(shown, ": ", flag->detail));
         break;
       case Action::kDrop:
