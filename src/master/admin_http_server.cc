@@ -89,7 +89,8 @@ void AppendSummary(std::string* out, const MasterStats& stats, const MasterMetri
   row("segments", absl::StrCat(stats.segments.size()));
   row("objects", absl::StrCat(stats.objects));
   row("used", absl::StrCat(FormatSize(stats.used_bytes), " / ", FormatSize(stats.capacity_bytes),
-                           " (", Percent(stats.used_bytes, stats.capacity_bytes), ")"));
+                           " (", Percent(stats.used_bytes, stats.capacity_bytes), "), ",
+                           FormatSize(stats.condemned_bytes), " of it evictable at once"));
   row("lookups", absl::StrCat(metrics.hits(), " hits, ", metrics.misses(), " misses (hit rate ",
                               Percent(metrics.hits(), lookups), ")"));
   row("evictions", absl::StrCat(stats.evicted_objects, " objects in ", stats.evictions, " passes"));

@@ -10,6 +10,12 @@
 // So a pass costs the sample plus the entries it evicts or passes over (leased, pinned, being
 // spilled, or of the other class), not a scan of every object. Both steps hold one shard lock at
 // a time.
+//
+// Lazy eviction (MasterOptions::lazy_eviction, the default): the pass that the watermark starts
+// condemns its victims instead of freeing them. A condemned object stays readable (a read
+// reprieves it) and its memory counts as free for the watermark; a put that finds no room frees
+// condemned objects, oldest first across shards, before it runs a pass of its own. So the
+// segments stay full of readable objects while puts still find room without waiting for a pass.
 #include <algorithm>
 #include <cmath>
 
@@ -48,7 +54,8 @@ uint64_t NextRandom(uint64_t& state) {  // splitmix64
 struct MasterService::Impl::EvictionProgress {
   uint64_t count_target;
   uint64_t bytes_target;
-  std::string tenant;  // only this tenant's objects; empty: every object
+  std::string tenant;    // only this tenant's objects; empty: every object
+  bool condemn = false;  // condemn the victims (lazy eviction) rather than free them
   uint64_t count = 0;
   uint64_t bytes = 0;
   bool Done() const { return count >= count_target && bytes >= bytes_target; }
@@ -72,6 +79,7 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
                                : static_cast<uint32_t>(NextRandom(sample_seed_) % limit);
       const ObjectEntry& entry = s.table.at(i);
       if (!Evictable(entry, now) || SoftPinned(s, i, now) != soft_pinned) continue;
+      if (progress.condemn && (entry.flags & kEntryCondemned)) continue;  // chosen already
       if (!progress.tenant.empty() && !InTenant(s.table.key(i), progress.tenant)) continue;
       const Sampled item{entry.last_access, AlignedSize(entry.size) * entry.replicas};
       seen += weight;
@@ -109,13 +117,21 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
         const uint32_t newer = entry.seg_prev;  // read first: the entry may go
         if (entry.last_access > cutoff) break;  // the rest of the list is newer still
         if (Evictable(entry, now) && SoftPinned(s, i, now) == soft_pinned &&
-            (progress.tenant.empty() || InTenant(s.table.key(i), progress.tenant))) {
+            (progress.tenant.empty() || InTenant(s.table.key(i), progress.tenant)) &&
+            !(progress.condemn && (entry.flags & kEntryCondemned))) {
           progress.bytes += AlignedSize(entry.size) * entry.replicas;
           ++progress.count;
           // With a disk tier the object is copied out first and freed when the copy is
           // reported; its bytes count as freed here so that one pass does not queue more than
           // it needs.
-          if (!TrySpill(s, i, now)) DropObject(s, i, now, Unfinished::kFreeNow);
+          Reprieve(s, i);  // a pass that frees takes condemned objects first (they are oldest)
+          if (!TrySpill(s, i, now)) {
+            if (progress.condemn) {
+              Condemn(s, i);
+            } else {
+              DropObject(s, i, now, Unfinished::kFreeNow);
+            }
+          }
           if (progress.Done()) return;
         }
         i = newer;
@@ -135,10 +151,10 @@ void MasterService::Impl::EvictRounds(int64_t now, EvictionProgress& progress) {
   if (!progress.Done() && options_.allow_evict_soft_pinned_objects) {
     EvictClass(/*soft_pinned=*/true, now, progress);
   }
-  evicted_objects_.fetch_add(progress.count);
+  if (!progress.condemn) evicted_objects_.fetch_add(progress.count);
 }
 
-uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now) {
+uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now, bool condemn) {
   const int64_t backoff_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(kFutileEvictionBackoff).count();
   if (had_futile_eviction_ && now >= last_futile_eviction_ns_ &&
@@ -150,12 +166,13 @@ uint64_t MasterService::Impl::RunEviction(uint64_t bytes_target, int64_t now) {
   EvictionProgress progress{
       std::max<uint64_t>(
           1, static_cast<uint64_t>(std::ceil(options_.eviction_ratio * objects - 1e-9))),
-      bytes_target, /*tenant=*/{}};
+      bytes_target, /*tenant=*/{}, condemn};
   EvictRounds(now, progress);
   had_futile_eviction_ = progress.count == 0;
   last_futile_eviction_ns_ = now;
-  YB_LOG_DEBUG("eviction pass: {} objects, {} bytes freed (targets {} objects, {} bytes)",
-               progress.count, progress.bytes, progress.count_target, progress.bytes_target);
+  YB_LOG_DEBUG("eviction pass: {} objects, {} bytes {} (targets {} objects, {} bytes)",
+               progress.count, progress.bytes, condemn ? "condemned" : "freed",
+               progress.count_target, progress.bytes_target);
   return progress.count;
 }
 
@@ -177,22 +194,78 @@ void MasterService::Impl::EvictForSpace(uint64_t bytes_target, int64_t now) {
   const uint64_t passes_before = eviction_passes_.load();
   yuebing::MutexLock lock(&eviction_mu_);
   if (eviction_passes_.load() != passes_before) return;  // one just ran: retry with its result
-  RunEviction(bytes_target, now);
+  RunEviction(bytes_target, now, /*condemn=*/false);
 }
 
 void MasterService::Impl::EvictAboveWatermark(int64_t now) {
   const uint64_t capacity = capacity_bytes_.load();
-  // Memory being spilled is as good as freed: counting it again would spill more than needed.
+  // Memory being spilled or condemned is as good as freed: counting it again would spill or
+  // condemn more than needed.
   const uint64_t in_use = used_bytes_.load();
-  const uint64_t used = in_use - std::min(in_use, spilling_bytes_.load());
+  const uint64_t going = spilling_bytes_.load() + condemned_bytes_.load();
+  const uint64_t used = in_use - std::min(in_use, going);
   if (capacity == 0) return;
   const long double limit =
       static_cast<long double>(options_.eviction_high_watermark_ratio) * capacity;
   if (static_cast<long double>(used) <= limit) return;
   const uint64_t bytes_target = used - static_cast<uint64_t>(std::floor(limit));
   if (!eviction_mu_.TryLock()) return;  // another pass is running
-  RunEviction(bytes_target, now);
+  RunEviction(bytes_target, now, options_.lazy_eviction);
   eviction_mu_.Unlock();
+}
+
+void MasterService::Impl::Condemn(Shard& s, uint32_t index) {
+  ObjectEntry& entry = s.table.at(index);
+  if (entry.flags & kEntryCondemned) return;
+  const uint64_t bytes = AlignedSize(entry.size) * entry.replicas;
+  if (!s.condemned.emplace(entry.last_access, Shard::Condemned{index, bytes}).second) return;
+  entry.flags |= kEntryCondemned;
+  condemned_bytes_.fetch_add(bytes);
+}
+
+void MasterService::Impl::Reprieve(Shard& s, uint32_t index) {
+  ObjectEntry& entry = s.table.at(index);
+  if (!(entry.flags & kEntryCondemned)) return;
+  entry.flags &= static_cast<uint8_t>(~kEntryCondemned);
+  auto it = s.condemned.find(entry.last_access);
+  if (it == s.condemned.end() || it->second.index != index) return;
+  condemned_bytes_.fetch_sub(it->second.bytes);
+  s.condemned.erase(it);
+}
+
+uint64_t MasterService::Impl::ReclaimCondemned(uint64_t bytes_target, int64_t now) {
+  uint64_t freed = 0;
+  uint64_t count = 0;
+  while (freed < bytes_target && condemned_bytes_.load() != 0) {
+    // The shard whose oldest condemned entry is the oldest of all. Another thread may take it
+    // before this one locks the shard again; then its next oldest goes, which is as good.
+    Shard* oldest = nullptr;
+    uint64_t oldest_access = UINT64_MAX;
+    for (const std::unique_ptr<Shard>& shard : shards_) {
+      yuebing::ReaderMutexLock lock(&shard->mu);
+      if (shard->condemned.empty()) continue;
+      const uint64_t access = shard->condemned.begin()->first;
+      if (access < oldest_access) {
+        oldest_access = access;
+        oldest = shard.get();
+      }
+    }
+    if (oldest == nullptr) break;
+    Shard& s = *oldest;
+    yuebing::MutexLock lock(&s.mu);
+    if (s.condemned.empty()) continue;
+    const uint32_t index = s.condemned.begin()->second.index;
+    const ObjectEntry& entry = s.table.at(index);
+    if (!Evictable(entry, now)) {  // pinned or replaced since it was chosen: it stays
+      Reprieve(s, index);
+      continue;
+    }
+    freed += AlignedSize(entry.size) * entry.replicas;
+    ++count;
+    DropObject(s, index, now, Unfinished::kFreeNow);
+  }
+  evicted_objects_.fetch_add(count);
+  return freed;
 }
 
 void MasterService::Impl::ReleaseZombiePuts(int64_t now) {

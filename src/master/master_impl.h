@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
@@ -67,6 +68,9 @@ inline constexpr size_t kEvictionSampleCap = 65536;
 inline constexpr size_t kUnmountChunk = 64;
 // A put over its tenant's quota evicts that tenant's own objects at most this many times.
 inline constexpr int kMaxTenantEvictions = 2;
+// A put that finds no room frees condemned objects (its own size each time) at most this many
+// times before it runs an eviction pass.
+inline constexpr int kMaxReclaims = 4;
 // After a pass that evicted nothing, further passes wait this long.
 inline constexpr std::chrono::milliseconds kFutileEvictionBackoff{100};
 
@@ -162,6 +166,13 @@ struct Shard {
     uint64_t bytes;
   };
   absl::flat_hash_map<uint32_t, Spill> spilling ABSL_GUARDED_BY(mu);
+  // Entries with kEntryCondemned by their last access (oldest first; an entry's last access does
+  // not change while it is condemned): its index and the memory counted in condemned_bytes_.
+  struct Condemned {
+    uint32_t index;
+    uint64_t bytes;
+  };
+  absl::btree_map<uint64_t, Condemned> condemned ABSL_GUARDED_BY(mu);
   // Read holds by slot; free slots are reused oldest first (a slot's generation then moves
   // slowly, so a very late release cannot match a reused slot).
   std::vector<ReadHold> holds ABSL_GUARDED_BY(mu);
@@ -451,8 +462,18 @@ class MasterService::Impl {
   // One eviction pass freeing about eviction_ratio of the objects and at least `bytes_target`
   // bytes when candidates allow; skipped during the back-off after a pass that found nothing.
   // Returns objects evicted.
-  uint64_t RunEviction(uint64_t bytes_target, int64_t now)
+  // With `condemn`, victims are condemned (Condemn) instead of freed.
+  uint64_t RunEviction(uint64_t bytes_target, int64_t now, bool condemn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(eviction_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
+  // Lazy eviction: marks the complete entry kEntryCondemned and counts its memory in
+  // condemned_bytes_; Reprieve undoes it (a read, a replacing put, or the entry going).
+  void Condemn(Shard& s, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void Reprieve(Shard& s, uint32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Frees condemned objects, the least recently used of all shards first, until `bytes_target`
+  // bytes are freed or none is left; entries that can no longer be evicted are reprieved.
+  // Returns the bytes freed. Takes one shard lock at a time (callers hold none).
+  uint64_t ReclaimCondemned(uint64_t bytes_target, int64_t now)
+      ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   struct EvictionProgress;
   void EvictClass(bool soft_pinned, int64_t now, EvictionProgress& progress)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(eviction_mu_) ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
@@ -585,6 +606,8 @@ class MasterService::Impl {
   std::atomic<uint64_t> disk_objects_{0};
   // Memory of objects being spilled: counted as freed by the watermark check.
   std::atomic<uint64_t> spilling_bytes_{0};
+  // Memory of condemned objects (Shard::condemned): counted as freed by the watermark check.
+  std::atomic<uint64_t> condemned_bytes_{0};
   std::atomic<uint64_t> spilled_objects_{0};
   std::atomic<uint64_t> promoted_objects_{0};
   std::atomic<uint64_t> queued_promotions_{0};  // in SpillQueue::promotions, all stores

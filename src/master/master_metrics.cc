@@ -163,6 +163,10 @@ std::string RenderPrometheus(const MasterStats& stats, const MasterMetrics& metr
   Scalar(&out, "objects", "gauge", "Objects in the index, complete and in progress.",
          stats.objects);
   Scalar(&out, "used_bytes", "gauge", "Bytes allocated in all segments.", stats.used_bytes);
+  Scalar(&out, "condemned_bytes", "gauge",
+         "Of used_bytes: objects an eviction pass chose that stay readable until a put needs "
+         "their memory (lazy eviction).",
+         stats.condemned_bytes);
   Scalar(&out, "capacity_bytes", "gauge", "Total size of all mounted segments.",
          stats.capacity_bytes);
   Scalar(&out, "segments", "gauge", "Mounted segments.", stats.segments.size());

@@ -220,6 +220,7 @@ void MasterService::Impl::CancelPending(Shard& s, uint32_t index, int64_t now, U
 }
 
 void MasterService::Impl::DropObject(Shard& s, uint32_t index, int64_t now, Unfinished mode) {
+  Reprieve(s, index);
   ObjectEntry& entry = s.table.at(index);
   const uint64_t length = AlignedSize(entry.size);
   if (entry.flags & kEntryComplete) {
@@ -268,6 +269,7 @@ absl::StatusOr<uint32_t> MasterService::Impl::PrepareKey(Shard& s, absl::string_
     return kNone;
   }
   if (!upsert) return MakeError(ErrorCode::kObjectAlreadyExists, "key exists");
+  Reprieve(s, index);  // being replaced: not a victim
   if (entry.flags & kEntryPendingUpsert) {
     auto it = s.pending.find(index);
     if (it != s.pending.end() && now - it->second.start_ns < discard_timeout_ns_) {
@@ -346,8 +348,10 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
   absl::StatusOr<std::vector<Replica>> result =
       MakeError(ErrorCode::kNoAvailableHandle, "no segment has room for the object");
   yuebing::ReaderMutexLock topo(&topo_mu_);
-  // At most one eviction pass for space and kMaxTenantEvictions of the tenant's own objects
-  // for its quota, each followed by another attempt.
+  // At most kMaxReclaims frees of condemned objects, then one eviction pass for space, and
+  // kMaxTenantEvictions of the tenant's own objects for its quota, each followed by another
+  // attempt.
+  int reclaims = 0;
   bool evicted_for_space = false;
   int tenant_evictions = 0;
   while (true) {
@@ -384,6 +388,10 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
       continue;
     }
     if (evicted_for_space || !AnySegmentCouldHold(length, now)) break;
+    if (reclaims < kMaxReclaims && ReclaimCondemned(charge, now) != 0) {
+      ++reclaims;
+      continue;
+    }
     evicted_for_space = true;
     EvictForSpace(length, now);
   }
@@ -437,6 +445,7 @@ absl::Status MasterService::Impl::PutEnd(const ClientId& client, const std::stri
     }
     PendingPut done = std::move(it->second);
     s.pending.erase(it);
+    Reprieve(s, index);  // the new value is the most recently used
     // The old version stays readable to its readers until they release or their leases end.
     ReleaseReplicas(s, index, ReplicasOf(s, index), AlignedSize(entry.size), now);
     EndSpill(s, index);  // a report of the old version will not match
@@ -500,6 +509,7 @@ absl::StatusOr<ObjectLocation> MasterService::Impl::GetReplicaList(const std::st
     return MakeError(ErrorCode::kObjectNotFound, "no such object");
   }
   ObjectEntry& entry = s.table.at(index);
+  Reprieve(s, index);  // read: no longer among the least recently used
   const uint64_t lease_id = GrantLease(s, index, now);
   entry.last_access = access_seq_.fetch_add(1) + 1;
   s.members.Touch(s.table, index);

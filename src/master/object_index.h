@@ -31,6 +31,8 @@ inline constexpr uint8_t kEntrySoftPin = 4;
 inline constexpr uint8_t kEntryHardPin = 8;
 inline constexpr uint8_t kEntryPendingUpsert = 16;  // a replacing put is in progress (side table)
 inline constexpr uint8_t kEntrySpilling = 32;  // being copied to a store's disk tier (side table)
+// Chosen by a lazy eviction pass: still readable, freed when a put needs the memory (side table).
+inline constexpr uint8_t kEntryCondemned = 64;
 
 // Per-object metadata. Per-segment data (name, base, epoch) is stored once in the segment table
 // and referenced by slot; replicas beyond the first live in a per-shard side table.

@@ -464,6 +464,7 @@ MasterStats MasterService::Impl::Stats() {
   yuebing::ReaderMutexLock topo(&topo_mu_);
   stats.objects = objects_.load();
   stats.used_bytes = used_bytes_.load();
+  stats.condemned_bytes = condemned_bytes_.load();
   stats.capacity_bytes = capacity_bytes_.load();
   stats.evicted_objects = evicted_objects_.load();
   stats.evictions = eviction_passes_.load();

@@ -719,13 +719,17 @@ TEST_F(MasterServiceTest, RemoveByRegexAndRemoveAll) {
 
 // --- eviction ---
 
+// Which objects a pass chooses, with victims freed by the pass (lazy_eviction off, upstream's
+// way); LazyEvictionTest below covers the default, where they stay readable until needed.
 class EvictionTest : public MasterServiceTest {
  protected:
-  void Start(uint64_t blocks, double watermark, double ratio, bool evict_soft = true) {
+  void Start(uint64_t blocks, double watermark, double ratio, bool evict_soft = true,
+             bool lazy = false) {
     MasterOptions options = DefaultOptions();
     options.eviction_high_watermark_ratio = watermark;
     options.eviction_ratio = ratio;
     options.allow_evict_soft_pinned_objects = evict_soft;
+    options.lazy_eviction = lazy;
     Reset(options);
     Mount("c1", "seg", blocks * kBlock);
   }
@@ -906,6 +910,109 @@ TEST_F(EvictionTest, TickEvictsAboveTheWatermarkOnceLeasesEnd) {
   // Back to the watermark: the least recent object went.
   EXPECT_EQ(master_->Stats().evicted_objects, 1u);
   EXPECT_FALSE(master_->Exist("k0"));
+  EXPECT_EQ(Used(), 5 * kBlock);
+}
+
+// --- lazy eviction (the default) ---
+
+class LazyEvictionTest : public EvictionTest {
+ protected:
+  void Start(uint64_t blocks, double watermark, double ratio) {
+    EvictionTest::Start(blocks, watermark, ratio, /*evict_soft=*/true, /*lazy=*/true);
+  }
+};
+
+TEST_F(LazyEvictionTest, VictimsStayReadableUntilAPutNeedsTheirRoom) {
+  Start(/*blocks=*/10, /*watermark=*/0.5, /*ratio=*/0.1);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Put("c1", K("k", i)).ok());
+  // Above the watermark: the least recent object is chosen, not freed.
+  MasterStats stats = master_->Stats();
+  EXPECT_EQ(stats.evictions, 1u);
+  EXPECT_EQ(stats.evicted_objects, 0u);
+  EXPECT_EQ(stats.condemned_bytes, kBlock);
+  EXPECT_EQ(stats.used_bytes, 6 * kBlock);
+  // Each later put chooses one more; all ten blocks fill with readable objects.
+  for (int i = 6; i < 10; ++i) ASSERT_TRUE(Put("c1", K("k", i)).ok());
+  stats = master_->Stats();
+  EXPECT_EQ(stats.evicted_objects, 0u);
+  EXPECT_EQ(stats.condemned_bytes, 5 * kBlock);
+  EXPECT_EQ(Objects(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(master_->Exist(K("k", i))) << i;
+  // No room left: a put frees the oldest victim (and only it) and succeeds.
+  ASSERT_TRUE(Put("c1", "k10").ok());
+  stats = master_->Stats();
+  EXPECT_EQ(stats.evicted_objects, 1u);
+  EXPECT_FALSE(master_->Exist("k0"));
+  for (int i = 1; i <= 10; ++i) EXPECT_TRUE(master_->Exist(K("k", i))) << i;
+  EXPECT_EQ(stats.used_bytes, 10 * kBlock);
+  // Victims go oldest first.
+  ASSERT_TRUE(Put("c1", "k11").ok());
+  ASSERT_TRUE(Put("c1", "k12").ok());
+  EXPECT_FALSE(master_->Exist("k1"));
+  EXPECT_FALSE(master_->Exist("k2"));
+  EXPECT_TRUE(master_->Exist("k3"));
+  EXPECT_EQ(master_->Stats().evicted_objects, 3u);
+}
+
+TEST_F(LazyEvictionTest, AReadReprievesAVictim) {
+  Start(/*blocks=*/10, /*watermark=*/0.5, /*ratio=*/0.1);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Put("c1", K("k", i)).ok());
+  ASSERT_EQ(master_->Stats().condemned_bytes, 5 * kBlock);  // k0..k4
+  absl::StatusOr<ObjectLocation> read = master_->GetReplicaList("k0");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(master_->Stats().condemned_bytes, 4 * kBlock);
+  ASSERT_TRUE(master_->ReleaseLeases({read->lease_id}).ok());
+  // The next victim to go is k1, then k2; k0 was read after both.
+  ASSERT_TRUE(Put("c1", "k10").ok());
+  EXPECT_TRUE(master_->Exist("k0"));
+  EXPECT_FALSE(master_->Exist("k1"));
+  // A replacing put reprieves its key too.
+  ASSERT_TRUE(master_->UpsertStart("c1", "k2", kBlock, {}).ok());
+  ASSERT_TRUE(master_->PutEnd("c1", "k2", 7).ok());
+  ASSERT_TRUE(Put("c1", "k11").ok());
+  EXPECT_TRUE(master_->Exist("k2"));
+  EXPECT_FALSE(master_->Exist("k3"));
+}
+
+TEST_F(LazyEvictionTest, LeasedAndHardPinnedObjectsAreNeverChosen) {
+  Start(/*blocks=*/8, /*watermark=*/0.75, /*ratio=*/1.0);
+  ReplicateConfig hard;
+  hard.with_hard_pin = true;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Put("c1", K("hard", i), kBlock, hard).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Put("c1", K("leased", i)).ok());
+    ASSERT_TRUE(master_->GetReplicaList(K("leased", i)).ok());
+  }
+  ASSERT_TRUE(Put("c1", "plain0").ok());  // above the watermark, but nothing can be chosen
+  EXPECT_EQ(master_->Stats().condemned_bytes, 0u);
+  Advance(200ms);                         // past the back-off after a pass that found nothing
+  ASSERT_TRUE(Put("c1", "plain1").ok());  // full: of all, only plain0 can be chosen
+  EXPECT_EQ(master_->Stats().condemned_bytes, kBlock);
+  ASSERT_TRUE(Put("c1", "plain2").ok());  // takes plain0's room
+  EXPECT_FALSE(master_->Exist("plain0"));
+  EXPECT_TRUE(master_->Exist("plain1"));
+  // No room for three blocks even after freeing every object it may free.
+  EXPECT_EQ(Code(master_->PutStart("c1", "big", 3 * kBlock, {})), ErrorCode::kNoAvailableHandle);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(master_->Exist(K("hard", i)));
+    EXPECT_TRUE(master_->Exist(K("leased", i)));
+  }
+}
+
+TEST_F(LazyEvictionTest, TickChoosesOnceLeasesEndAndRemovesFreeVictims) {
+  Start(/*blocks=*/10, /*watermark=*/0.5, /*ratio=*/0.1);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(Put("c1", K("k", i)).ok());
+    ASSERT_TRUE(master_->GetReplicaList(K("k", i)).ok());
+  }
+  EXPECT_EQ(master_->Stats().condemned_bytes, 0u);  // all leased
+  Advance(options_.default_kv_lease_ttl);
+  master_->Tick();
+  EXPECT_EQ(master_->Stats().condemned_bytes, kBlock);
+  EXPECT_TRUE(master_->Exist("k0"));
+  // Removing a victim frees it and its count.
+  ASSERT_TRUE(master_->Remove("k0").ok());
+  EXPECT_EQ(master_->Stats().condemned_bytes, 0u);
   EXPECT_EQ(Used(), 5 * kBlock);
 }
 

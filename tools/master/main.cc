@@ -69,6 +69,9 @@ ABSL_FLAG(double, eviction_high_watermark_ratio, 0.90,
 ABSL_FLAG(double, eviction_ratio, 0.05, "Fraction of objects each eviction pass frees (0..1).");
 ABSL_FLAG(bool, allow_evict_soft_pinned_objects, true,
           "Whether eviction may take soft-pinned objects (after all unpinned ones).");
+ABSL_FLAG(bool, lazy_eviction, true,
+          "Objects an eviction pass chooses stay readable until a put needs their memory "
+          "(false: freed by the pass, as upstream).");
 ABSL_FLAG(bool, promotion_on_hit, false,
           "Bring a disk-only object (a store's --ssd_path tier) back to memory once it was read "
           "--promotion_admission_threshold times; its store copies it.");
@@ -226,6 +229,7 @@ absl::Status ReadEviction(MasterOptions* options) {
   options->eviction_high_watermark_ratio = high;
   options->eviction_ratio = ratio;
   options->allow_evict_soft_pinned_objects = absl::GetFlag(FLAGS_allow_evict_soft_pinned_objects);
+  options->lazy_eviction = absl::GetFlag(FLAGS_lazy_eviction);
   return absl::OkStatus();
 }
 

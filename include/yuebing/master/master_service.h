@@ -45,6 +45,10 @@ struct MasterOptions {
   double eviction_high_watermark_ratio = 0.90;
   double eviction_ratio = 0.05;
   bool allow_evict_soft_pinned_objects = true;
+  // Lazy eviction: a pass above the watermark chooses its victims (least recently used first)
+  // and counts their memory as free, but they stay readable until a put finds no room; then the
+  // oldest of them are freed first. false: victims are freed by the pass (upstream's way).
+  bool lazy_eviction = true;
   std::chrono::milliseconds client_ttl{10000};
   // An unfinished put older than this may be taken over by another PutStart of the same key.
   std::chrono::milliseconds put_start_discard_timeout{30000};

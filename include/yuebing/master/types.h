@@ -249,6 +249,8 @@ struct SegmentUsage {
 struct MasterStats {
   uint64_t objects = 0;  // complete and in progress
   uint64_t used_bytes = 0;
+  // Of used_bytes: objects chosen by lazy eviction, still readable, freed when a put needs room.
+  uint64_t condemned_bytes = 0;
   uint64_t capacity_bytes = 0;
   uint64_t evicted_objects = 0;  // since start
   uint64_t evictions = 0;        // eviction passes run
