@@ -156,6 +156,41 @@ auto Released(std::shared_ptr<Client> client, Fn&& fn) {
   return result;
 }
 
+// Reads `keys` whole into new bytes objects, made (with the GIL) once the lookup gave their
+// sizes, so each value is copied once, from the wire into its bytes object. An empty bytes object
+// for a key that could not be read. Called with the GIL held; releases it meanwhile.
+std::vector<py::bytes> ReadAsBytes(std::shared_ptr<Client> client,
+                                   const std::vector<std::string>& keys) {
+  std::vector<py::object> made(keys.size());
+  auto allocate = [&made](const std::vector<absl::StatusOr<uint64_t>>& sizes) {
+    py::gil_scoped_acquire gil;
+    std::vector<Client::Buffer> buffers(sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (!sizes[i].ok() || *sizes[i] > static_cast<uint64_t>(PY_SSIZE_T_MAX)) continue;
+      PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(*sizes[i]));
+      if (bytes == nullptr) {  // no memory for it: that key reads as missing
+        PyErr_Clear();
+        continue;
+      }
+      made[i] = py::reinterpret_steal<py::object>(bytes);
+      buffers[i] = Client::Buffer{PyBytes_AS_STRING(bytes), *sizes[i]};
+    }
+    return buffers;
+  };
+  const std::vector<absl::StatusOr<uint64_t>> read =
+      Released(std::move(client), [&](Client& c) { return c.BatchGetAllocated(keys, allocate); });
+  std::vector<py::bytes> out;
+  out.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (read[i].ok() && made[i]) {
+      out.push_back(py::reinterpret_borrow<py::bytes>(made[i]));
+    } else {
+      out.emplace_back();
+    }
+  }
+  return out;
+}
+
 // The host part of "host[:port]" ("[v6]" keeps its brackets); text that does not parse is kept
 // whole, for the engine to refuse with its own message.
 std::string HostOnly(const std::string& hostname) {
@@ -381,10 +416,7 @@ class DistributedStore {
       WarnNotReady("get");
       return py::bytes();
     }
-    absl::StatusOr<std::string> value =
-        Released(std::move(client), [&](Client& c) { return c.Get(key); });
-    if (!value.ok()) return py::bytes();
-    return py::bytes(value->data(), value->size());
+    return std::move(ReadAsBytes(std::move(client), {key})[0]);
   }
 
   py::list GetBatch(const std::vector<std::string>& keys) {
@@ -396,10 +428,7 @@ class DistributedStore {
       return out;
     }
     if (keys.empty()) return out;
-    auto values = Released(std::move(client), [&](Client& c) { return c.BatchGet(keys); });
-    for (auto& value : values) {
-      out.append(value.ok() ? py::bytes(value->data(), value->size()) : py::bytes());
-    }
+    for (py::bytes& value : ReadAsBytes(std::move(client), keys)) out.append(std::move(value));
     return out;
   }
 

@@ -116,6 +116,11 @@ class ClientImpl final : public Client {
     std::vector<std::string> scoped;
     return objects_->BatchGetInto(scope_.Keys(keys, scoped), buffers);
   }
+  std::vector<absl::StatusOr<uint64_t>> BatchGetAllocated(const std::vector<std::string>& keys,
+                                                          const Allocate& allocate) override {
+    std::vector<std::string> scoped;
+    return objects_->BatchGetAllocated(scope_.Keys(keys, scoped), allocate);
+  }
   std::vector<absl::StatusOr<std::vector<absl::Status>>> BatchGetRanges(
       const std::vector<std::string>& keys,
       const std::vector<std::vector<Range>>& ranges) override {

@@ -529,17 +529,38 @@ absl::Status ObjectClient::ReadFromDisk(const std::string& key, const Replica& r
 
 std::vector<absl::StatusOr<std::string>> ObjectClient::BatchGet(
     const std::vector<std::string>& keys) {
-  Lookup lookup = LookUp(keys);
   std::vector<std::string> values(keys.size());
-  std::vector<std::vector<Buffer>> buffers(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (lookup.locations[i].ok()) {
-      values[i].resize(lookup.locations[i]->size);
-      buffers[i].push_back(Buffer{values[i].data(), values[i].size()});
+  auto allocate = [&values](const std::vector<absl::StatusOr<uint64_t>>& sizes) {
+    std::vector<Buffer> buffers(sizes.size());
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (!sizes[i].ok()) continue;
+      values[i].resize(*sizes[i]);
+      buffers[i] = Buffer{values[i].data(), values[i].size()};
+    }
+    return buffers;
+  };
+  const std::vector<absl::StatusOr<uint64_t>> read = BatchGetAllocated(keys, allocate);
+  return ValuesWhereRead(read, std::move(values));  // after the read: it fills `values`
+}
+
+std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetAllocated(
+    const std::vector<std::string>& keys, const Client::Allocate& allocate) {
+  const Lookup lookup = LookUp(keys);
+  std::vector<absl::StatusOr<uint64_t>> sizes;
+  sizes.reserve(keys.size());
+  for (const auto& location : lookup.locations) {
+    if (location.ok()) {
+      sizes.emplace_back(location->size);
+    } else {
+      sizes.emplace_back(location.status());
     }
   }
-  return ValuesWhereRead(ReadObjects(keys, WholeObjects(keys, buffers, lookup), lookup),
-                         std::move(values));
+  const std::vector<Buffer> given = allocate(sizes);
+  std::vector<std::vector<Buffer>> buffers(keys.size());
+  for (size_t i = 0; i < keys.size() && i < given.size(); ++i) {
+    if (given[i].data != nullptr) buffers[i].push_back(given[i]);
+  }
+  return ReadObjects(keys, WholeObjects(keys, buffers, lookup), lookup);
 }
 
 std::vector<absl::StatusOr<uint64_t>> ObjectClient::BatchGetIntoParts(

@@ -47,6 +47,8 @@ class ObjectClient {
       const std::vector<std::string>& keys, const std::vector<std::vector<Buffer>>& buffers);
   std::vector<absl::StatusOr<uint64_t>> BatchGetInto(const std::vector<std::string>& keys,
                                                      const std::vector<Buffer>& buffers);
+  std::vector<absl::StatusOr<uint64_t>> BatchGetAllocated(const std::vector<std::string>& keys,
+                                                          const Client::Allocate& allocate);
   std::vector<absl::StatusOr<std::vector<absl::Status>>> BatchGetRanges(
       const std::vector<std::string>& keys, const std::vector<std::vector<Client::Range>>& ranges);
   std::vector<absl::Status> StartReadSessions(const std::vector<std::string>& keys);
