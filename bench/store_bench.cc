@@ -36,6 +36,9 @@ ABSL_FLAG(bool, store_shm, true,
 ABSL_FLAG(double, start_at, 0,
           "store: wall clock (Unix seconds) at which to start the first call, after connecting; "
           "several processes given the same time start together (0: at once)");
+ABSL_FLAG(bool, store_warmup, true,
+          "store: put, read back and remove one untimed batch of each size first (connections to "
+          "the stores, shared-memory mappings)");
 ABSL_FLAG(std::string, key_tag, "",
           "store: part of every key (several processes at once need distinct tags)");
 
@@ -116,6 +119,18 @@ absl::Status RunStoreBench() {
     // Values: a few distinct patterns reused across keys (key -> pattern index is known).
     std::vector<std::string> patterns;
     for (int p = 0; p < 4; ++p) patterns.push_back(PatternValue(size * 31 + p, size));
+    if (absl::GetFlag(FLAGS_store_warmup)) {
+      std::vector<std::string> warm_keys;
+      for (int i = 0; i < batch; ++i) {
+        warm_keys.push_back(absl::StrCat("bench-warmup-", tag, run, "-", size, "-", i));
+      }
+      std::vector<absl::string_view> warm_values(warm_keys.size(), patterns[0]);
+      for (const absl::Status& status : client->BatchPut(warm_keys, warm_values, replicate)) {
+        YB_RETURN_IF_ERROR(status);
+      }
+      for (const auto& value : client->BatchGet(warm_keys)) YB_RETURN_IF_ERROR(value.status());
+      (void)client->BatchRemove(warm_keys, /*force=*/true);
+    }
     PhaseResult put, get;
     std::vector<std::string> keys;
     for (uint64_t first = 0; first < objects; first += batch) {
