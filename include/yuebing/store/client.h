@@ -135,8 +135,8 @@ class Client {
   // the lookup, with every key's size (or the lookup's error); returns one buffer per key, which
   // must hold that key's whole object (data == nullptr: that key is not read). The buffers stay
   // the caller's; they must live until the batch returns.
-  using Allocate = std::function<std::vector<Buffer>(
-      const std::vector<absl::StatusOr<uint64_t>>& sizes)>;
+  using Allocate =
+      std::function<std::vector<Buffer>(const std::vector<absl::StatusOr<uint64_t>>& sizes)>;
   // Reads each object whole into the memory `allocate` gives (so callers that own the final
   // memory, such as the Python binding's bytes objects, need no copy and no zeroing). Returns
   // bytes read per key: the lookup's error, kInvalidParams for a key given too small a buffer or
