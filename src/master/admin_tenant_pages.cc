@@ -122,6 +122,19 @@ std::string TenantQuotaMetrics(const MasterService& service) {
         [](const TenantQuotaSnapshot& s) { return s.over_quota ? 1 : 0; });
   gauge("mooncake_tenant_quota_explicit_policy", "1 when the tenant has a quota policy.",
         [](const TenantQuotaSnapshot& s) { return s.has_explicit_policy ? 1 : 0; });
+  // Upstream's two counters (its only reject reason is quota_exceeded).
+  auto counter = [&](const char* name, const char* help, const char* labels, auto value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n");
+    for (const TenantQuotaSnapshot& s : *list) {
+      absl::StrAppend(&out, name, "{tenant_id=\"", LabelValue(s.tenant_id), "\"", labels, "} ",
+                      value(s), "\n");
+    }
+  };
+  counter("mooncake_tenant_quota_reject_total", "Writes refused for the tenant's quota.",
+          ",reason=\"quota_exceeded\"",
+          [](const TenantQuotaSnapshot& s) { return s.quota_rejects; });
+  counter("mooncake_tenant_evict_bytes_total", "Bytes evicted to keep the tenant within its quota.",
+          "", [](const TenantQuotaSnapshot& s) { return s.evicted_bytes; });
   return out;
 }
 

@@ -184,6 +184,7 @@ uint64_t MasterService::Impl::EvictTenant(uint32_t tenant, uint64_t bytes, int64
                                            static_cast<double>(quotas_->Charged(tenant)));
   EvictionProgress progress{1, std::max(bytes, slack), quotas_->Name(tenant)};
   EvictRounds(now, progress);
+  if (progress.bytes != 0) quotas_->CountEvictedBytes(tenant, progress.bytes);
   return progress.count;
 }
 

@@ -369,6 +369,9 @@ absl::StatusOr<std::vector<Replica>> MasterService::Impl::StartPut(
       const absl::Status charged = ChargeTenant(tenant, charge, &deficit);
       if (!charged.ok() && (ToErrorCode(charged) != ErrorCode::kTenantQuotaExceeded ||
                             tenant_evictions >= kMaxTenantEvictions)) {
+        if (ToErrorCode(charged) == ErrorCode::kTenantQuotaExceeded) {
+          quotas_->CountQuotaReject(tenant);
+        }
         return charged;
       }
       if (charged.ok()) {

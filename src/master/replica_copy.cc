@@ -88,7 +88,9 @@ absl::StatusOr<CopyPlan> MasterService::Impl::ReplicaCopyStart(
   if (move && tenant != 0) {
     quotas_->Charge(tenant, charge);
   } else {
-    YB_RETURN_IF_ERROR(ChargeTenant(tenant, charge, nullptr));
+    absl::Status charged = ChargeTenant(tenant, charge, nullptr);
+    if (ToErrorCode(charged) == ErrorCode::kTenantQuotaExceeded) quotas_->CountQuotaReject(tenant);
+    YB_RETURN_IF_ERROR(charged);
   }
   std::vector<ReplicaRef> fresh;
   for (uint32_t slot : target_slots) {

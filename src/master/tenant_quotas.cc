@@ -93,6 +93,16 @@ void TenantQuotas::Charge(uint32_t tenant, uint64_t bytes) {
   accounts_[tenant - 1].charged += bytes;
 }
 
+void TenantQuotas::CountQuotaReject(uint32_t tenant) {
+  yuebing::MutexLock lock(&mu_);
+  ++accounts_[tenant - 1].quota_rejects;
+}
+
+void TenantQuotas::CountEvictedBytes(uint32_t tenant, uint64_t bytes) {
+  yuebing::MutexLock lock(&mu_);
+  accounts_[tenant - 1].evicted_bytes += bytes;
+}
+
 void TenantQuotas::Refund(uint32_t tenant, uint64_t bytes) {
   yuebing::MutexLock lock(&mu_);
   Account& account = accounts_[tenant - 1];
@@ -110,6 +120,8 @@ TenantQuotaSnapshot TenantQuotas::SnapshotOf(uint32_t index, uint64_t capacity) 
   snapshot.has_explicit_policy = account.requested != 0;
   snapshot.admission_closed = account.requested == 0 || account.closing;
   snapshot.over_quota = account.charged > snapshot.effective_quota_bytes;
+  snapshot.quota_rejects = account.quota_rejects;
+  snapshot.evicted_bytes = account.evicted_bytes;
   return snapshot;
 }
 

@@ -66,6 +66,10 @@ class TenantQuotas {
   absl::Status FinishDelete(absl::string_view tenant, bool empty);
 
   uint64_t Charged(uint32_t tenant) const;
+  // Counters of upstream's mooncake_tenant_quota_reject_total / mooncake_tenant_evict_bytes_total:
+  // a write refused for the quota in the end (after its evictions), bytes evicted for a quota.
+  void CountQuotaReject(uint32_t tenant);
+  void CountEvictedBytes(uint32_t tenant, uint64_t bytes);
 
  private:
   struct Account {
@@ -73,6 +77,8 @@ class TenantQuotas {
     uint64_t requested = 0;  // 0: no policy
     uint64_t charged = 0;
     bool closing = false;  // a delete is under way: writes refused
+    uint64_t quota_rejects = 0;
+    uint64_t evicted_bytes = 0;
   };
   // Effective quotas for `capacity` (recomputed when it or the policy changed).
   void Recompute(uint64_t capacity) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -184,6 +184,11 @@ TEST_F(MultiTenantMasterTest, OverQuotaEvictsOnlyTheTenantsOwnObjects) {
   EXPECT_FALSE(master_->Exist(ScopedKey("a", "k0")));
   EXPECT_TRUE(master_->Exist(ScopedKey("b", "other")));
   EXPECT_EQ(Charged("b"), 4 * kKiB);
+  // Upstream's counters: every put went through after evicting the tenant's own objects.
+  const TenantQuotaSnapshot a = master_->GetTenantQuota("a").value();
+  EXPECT_EQ(a.quota_rejects, 0u);
+  EXPECT_GE(a.evicted_bytes, 24 * kKiB);  // at least k0..k23 went (31 + 1 puts, 8 KiB quota)
+  EXPECT_EQ(master_->GetTenantQuota("b").value().evicted_bytes, 0u);
 }
 
 TEST_F(MultiTenantMasterTest, CopiesAreAdmittedMovesAreNot) {
@@ -195,9 +200,13 @@ TEST_F(MultiTenantMasterTest, CopiesAreAdmittedMovesAreNot) {
   ASSERT_TRUE(master_->ReleaseLeases({where->lease_id}).ok());
   const std::string from = where->replicas[0].segment_name;
   const std::string to = from == "seg" ? "seg2" : "seg";
+  // Hard-pinned objects cannot go: a put over the quota is refused in the end, and counted.
+  EXPECT_EQ(Code(Put("a", "over", kKiB)), ErrorCode::kTenantQuotaExceeded);
+  EXPECT_EQ(master_->GetTenantQuota("a").value().quota_rejects, 1u);
   // A copy would take the tenant past its quota.
   EXPECT_EQ(Code(master_->ReplicaCopyStart("writer", key, "", {to}, /*move=*/false)),
             ErrorCode::kTenantQuotaExceeded);
+  EXPECT_EQ(master_->GetTenantQuota("a").value().quota_rejects, 2u);
   // A move (a drain's too) adds nothing once it ends: charged meanwhile, refunded after.
   ASSERT_TRUE(master_->ReplicaCopyStart("writer", key, from, {to}, /*move=*/true).ok());
   EXPECT_EQ(Charged("a"), 9 * kKiB);

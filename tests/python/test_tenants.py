@@ -5,6 +5,7 @@ Real processes: yuebing-master and yuebing-store on 127.0.0.1, clients through t
 the admin API over HTTP.
 """
 import json
+import re
 import urllib.error
 import urllib.request
 
@@ -144,6 +145,13 @@ def test_writes_need_a_policy_and_stay_within_the_quota(quota_cluster):
         assert b.get("one-more") == value
         _, body = admin(c, "GET", "/api/v1/tenant_quotas?tenant_id=team-a")
         assert body["data"]["charged_bytes"] <= 4 * MiB
+        # Upstream's counters: the refused put, and the memory evicted for team-a's quota.
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{c.metrics_port}/metrics").read().decode()
+        counters = dict(re.findall(r'^(mooncake_tenant_\w+_total\{[^}]*\}) (\d+)$', metrics, re.M))
+        assert int(counters['mooncake_tenant_quota_reject_total'
+                            '{tenant_id="team-a",reason="quota_exceeded"}']) >= 1
+        assert int(counters['mooncake_tenant_evict_bytes_total{tenant_id="team-a"}']) >= 8 * MiB
+        assert int(counters['mooncake_tenant_evict_bytes_total{tenant_id="team-b"}']) == 0
     finally:
         for s in (a, b, stranger):
             s.close()

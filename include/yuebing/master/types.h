@@ -126,6 +126,8 @@ struct TenantQuotaSnapshot {
   bool admission_closed = true;        // its writes are refused (no policy, or being deleted)
   bool over_quota = false;             // charged above effective
   bool has_explicit_policy = false;
+  uint64_t quota_rejects = 0;  // writes refused for the quota since start (-1700 in the end)
+  uint64_t evicted_bytes = 0;  // bytes of its objects evicted for its quota since start
 };
 
 // --- drain jobs: moving every object off segments before they go (docs/master.md "Drain") ---
