@@ -18,15 +18,7 @@ DURATION="${DURATION:-3}"
 REPEAT="${REPEAT:-3}"
 MESSAGE="${MESSAGE:-64}"
 source bench/local_cluster_lib.sh
-RPC_PORT=$(free_port)
-METRICS_PORT=$(free_port)
-
-field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2 | tr -d '"'; }
-
-"$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
-  --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
-PIDS+=($!)
-wait_line "$WORK/master.log" "yuebing-master listening"
+start_master "$BUILD"
 
 declare -A P50 P99
 pingpong() {  # <label> [--busy_poll]
@@ -38,8 +30,8 @@ pingpong() {  # <label> [--busy_poll]
   out=$(timeout 60 "$BIN" socket --mode=client --port="$port" --pingpong "${@:2}" \
     --block_size="$MESSAGE" --duration="$DURATION" --report=json | grep '^{' | tail -1)
   wait "$server" || true
-  P50[$1]+="$(field "$out" rtt_p50_us) "
-  P99[$1]+="$(field "$out" rtt_p99_us) "
+  P50[$1]+="$(json_field "$out" rtt_p50_us) "
+  P99[$1]+="$(json_field "$out" rtt_p99_us) "
 }
 for round in $(seq 1 "$REPEAT"); do
   echo "round $round/$REPEAT" >&2
@@ -50,11 +42,10 @@ for round in $(seq 1 "$REPEAT"); do
     cat "$WORK/rpc.err" >&2
     exit 1
   }
-  P50[rpc]+="$(field "$out" rpc_p50_us) "
-  P99[rpc]+="$(field "$out" rpc_p99_us) "
+  P50[rpc]+="$(json_field "$out" rpc_p50_us) "
+  P99[rpc]+="$(json_field "$out" rpc_p99_us) "
 done
 
-median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 printf '\nmaster control-plane round trip, 127.0.0.1, %s CPUs, %s\n' "$(nproc)" \
   "$(date -u +%Y-%m-%dT%H:%MZ)"
 printf 'median of %s rounds of %s s runs; ping-pong message %s bytes\n' "$REPEAT" "$DURATION" \

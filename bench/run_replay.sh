@@ -19,19 +19,9 @@ TRACE="${TRACE:-bench/traces/conversation_trace.jsonl}"
 REPORT="${REPORT:-text}"
 read -r -a MASTER_EXTRA <<<"${MASTER_FLAGS-}"
 source bench/local_cluster_lib.sh
-RPC_PORT=$(free_port)
-METRICS_PORT=$(free_port)
 
-"$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
-  --metrics_port="$METRICS_PORT" "${MASTER_EXTRA[@]}" >"$WORK/master.log" 2>&1 &
-PIDS+=($!)
-wait_line "$WORK/master.log" "yuebing-master listening"
-for i in 1 2; do
-  "$BUILD/tools/store/yuebing-store" --master_server_address="127.0.0.1:$RPC_PORT" \
-    --global_segment_size="$STORE_SIZE" >"$WORK/store$i.log" 2>&1 &
-  PIDS+=($!)
-  wait_line "$WORK/store$i.log" "yuebing-store ready"
-done
+start_master "$BUILD" "${MASTER_EXTRA[@]}"
+for i in 1 2; do start_store "$BUILD" "store$i" --global_segment_size="$STORE_SIZE"; done
 
 CAPACITY=$(python3 - "$METRICS_PORT" <<'PY'
 import sys, urllib.request

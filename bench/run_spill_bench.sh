@@ -16,17 +16,9 @@ REPORT="${REPORT:-text}"
 source bench/local_cluster_lib.sh
 SSD_DIR="${SSD_DIR:-$WORK/ssd}"
 CLEANUP_PATHS+=("$SSD_DIR")
-RPC_PORT=$(free_port)
-METRICS_PORT=$(free_port)
-"$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
-  --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
-PIDS+=($!)
-wait_line "$WORK/master.log" "yuebing-master listening"
-"$BUILD/tools/store/yuebing-store" --master_server_address="127.0.0.1:$RPC_PORT" \
-  --global_segment_size="$STORE_SIZE" --ssd_path="$SSD_DIR" --ssd_capacity="$SSD_CAPACITY" \
-  >"$WORK/store.log" 2>&1 &
-PIDS+=($!)
-wait_line "$WORK/store.log" "yuebing-store ready"
+start_master "$BUILD"
+start_store "$BUILD" store --global_segment_size="$STORE_SIZE" --ssd_path="$SSD_DIR" \
+  --ssd_capacity="$SSD_CAPACITY"
 echo "store: $STORE_SIZE memory, disk tier $SSD_CAPACITY in $SSD_DIR ($(df -T "$SSD_DIR" | awk 'NR==2{print $2}'))"
 timeout 600 "$BUILD/bench/yuebing-bench" spill --master_server_address="127.0.0.1:$RPC_PORT" \
   --spill_bytes="$SPILL_BYTES" --block_size="$BLOCK" --report="$REPORT"

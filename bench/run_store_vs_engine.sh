@@ -24,18 +24,8 @@ STORE_BYTES="${STORE_BYTES:-512MB}"
 STORE_SIZE="${STORE_SIZE:-2GB}"
 source bench/local_cluster_lib.sh
 
-field() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2 | tr -d '"'; }
-
-RPC_PORT=$(free_port)
-METRICS_PORT=$(free_port)
-"$BUILD/tools/master/yuebing-master" --rpc_port="$RPC_PORT" --rpc_address=127.0.0.1 \
-  --metrics_port="$METRICS_PORT" >"$WORK/master.log" 2>&1 &
-PIDS+=($!)
-wait_line "$WORK/master.log" "yuebing-master listening"
-"$BUILD/tools/store/yuebing-store" --master_server_address="127.0.0.1:$RPC_PORT" \
-  --global_segment_size="$STORE_SIZE" >"$WORK/store.log" 2>&1 &
-PIDS+=($!)
-wait_line "$WORK/store.log" "yuebing-store ready" 30
+start_master "$BUILD"
+start_store "$BUILD" store --global_segment_size="$STORE_SIZE"
 
 declare -A TARGET_ADDR TARGET_LEN TARGET_PORT
 for protocol in tcp shm; do
@@ -61,7 +51,7 @@ engine() {  # <protocol> <write|read> <size>
     cat "$WORK/err" >&2
     return 1
   }
-  V[engine_$1_$2_$3]+="$(field "$out" gbps) "
+  V[engine_$1_$2_$3]+="$(json_field "$out" gbps) "
 }
 store() {  # <protocol> <size>
   local out shm=true
@@ -73,13 +63,13 @@ store() {  # <protocol> <size>
     return 1
   }
   for figure in put_failures get_failures get_mismatches; do
-    if [[ "$(field "$out" "$figure")" != 0 ]]; then
-      echo "store run ($1, $2): $figure = $(field "$out" "$figure")" >&2
+    if [[ "$(json_field "$out" "$figure")" != 0 ]]; then
+      echo "store run ($1, $2): $figure = $(json_field "$out" "$figure")" >&2
       return 1
     fi
   done
-  V[store_$1_put_$2]+="$(field "$out" put_gbps) "
-  V[store_$1_get_$2]+="$(field "$out" get_gbps) "
+  V[store_$1_put_$2]+="$(json_field "$out" put_gbps) "
+  V[store_$1_get_$2]+="$(json_field "$out" get_gbps) "
 }
 
 IFS=',' read -r -a SIZE_LIST <<<"$SIZES"
@@ -94,7 +84,6 @@ for round in $(seq 1 "$REPEAT"); do
   done
 done
 
-median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 printf '\nstore against the transfer engine, 127.0.0.1, %s CPUs, %s\n' "$(nproc)" \
   "$(date -u +%Y-%m-%dT%H:%MZ)"
 printf 'median of %s rounds; batches of %s; engine runs of %s s, store runs of %s per size\n' \
