@@ -84,7 +84,7 @@ bool MasterService::Impl::TrySpill(Shard& s, uint32_t index, int64_t now) {
                                       seg.segment.base + ref.offset, entry.size, entry.aux});
     }
     entry.flags |= kEntrySpilling;
-    const uint64_t bytes = AlignedSize(entry.size) * entry.replicas;
+    const uint64_t bytes = MemoryOf(entry);
     spilling_bytes_.fetch_add(bytes);
     // The spill_timeout clock starts when the store takes the task (SyncDiskTier); a queued
     // task waits for a store that still syncs (a dead one expires with its queue and objects).

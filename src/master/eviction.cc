@@ -18,6 +18,7 @@
 // segments stay full of readable objects while puts still find room without waiting for a pass.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "master/master_impl.h"
 #include "yuebing/common/logging.h"
@@ -40,6 +41,16 @@ bool SoftPinned(const Shard& s, uint32_t index, int64_t now) ABSL_SHARED_LOCKS_R
   if (!(s.table.at(index).flags & kEntrySoftPin)) return false;
   auto it = s.soft_pin_until.find(index);
   return it != s.soft_pin_until.end() && it->second > now;
+}
+
+// Whether entry `i` is a candidate of a pass over the soft-pinned (or the other) objects of
+// `tenant` (empty: of every tenant); a pass that condemns skips those it condemned already.
+bool Candidate(const Shard& s, uint32_t i, int64_t now, bool soft_pinned, const std::string& tenant,
+               bool condemn) ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
+  const ObjectEntry& entry = s.table.at(i);
+  return Evictable(entry, now) && SoftPinned(s, i, now) == soft_pinned &&
+         !(condemn && (entry.flags & kEntryCondemned)) &&
+         (tenant.empty() || InTenant(s.table.key(i), tenant));
 }
 
 uint64_t NextRandom(uint64_t& state) {  // splitmix64
@@ -77,11 +88,9 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
     for (uint64_t p = 0; p < probes; ++p) {
       const uint32_t i = exact ? static_cast<uint32_t>(p)
                                : static_cast<uint32_t>(NextRandom(sample_seed_) % limit);
+      if (!Candidate(s, i, now, soft_pinned, progress.tenant, progress.condemn)) continue;
       const ObjectEntry& entry = s.table.at(i);
-      if (!Evictable(entry, now) || SoftPinned(s, i, now) != soft_pinned) continue;
-      if (progress.condemn && (entry.flags & kEntryCondemned)) continue;  // chosen already
-      if (!progress.tenant.empty() && !InTenant(s.table.key(i), progress.tenant)) continue;
-      const Sampled item{entry.last_access, AlignedSize(entry.size) * entry.replicas};
+      const Sampled item{entry.last_access, MemoryOf(entry)};
       seen += weight;
       seen_bytes += weight * item.bytes;
       sample.push_back(item);
@@ -116,10 +125,8 @@ void MasterService::Impl::EvictClass(bool soft_pinned, int64_t now, EvictionProg
         const ObjectEntry& entry = s.table.at(i);
         const uint32_t newer = entry.seg_prev;  // read first: the entry may go
         if (entry.last_access > cutoff) break;  // the rest of the list is newer still
-        if (Evictable(entry, now) && SoftPinned(s, i, now) == soft_pinned &&
-            (progress.tenant.empty() || InTenant(s.table.key(i), progress.tenant)) &&
-            !(progress.condemn && (entry.flags & kEntryCondemned))) {
-          progress.bytes += AlignedSize(entry.size) * entry.replicas;
+        if (Candidate(s, i, now, soft_pinned, progress.tenant, progress.condemn)) {
+          progress.bytes += MemoryOf(entry);
           ++progress.count;
           // With a disk tier the object is copied out first and freed when the copy is
           // reported; its bytes count as freed here so that one pass does not queue more than
@@ -218,7 +225,7 @@ void MasterService::Impl::EvictAboveWatermark(int64_t now) {
 void MasterService::Impl::Condemn(Shard& s, uint32_t index) {
   ObjectEntry& entry = s.table.at(index);
   if (entry.flags & kEntryCondemned) return;
-  const uint64_t bytes = AlignedSize(entry.size) * entry.replicas;
+  const uint64_t bytes = MemoryOf(entry);
   if (!s.condemned.emplace(entry.last_access, Shard::Condemned{index, bytes}).second) return;
   entry.flags |= kEntryCondemned;
   condemned_bytes_.fetch_add(bytes);
@@ -261,7 +268,7 @@ uint64_t MasterService::Impl::ReclaimCondemned(uint64_t bytes_target, int64_t no
       Reprieve(s, index);
       continue;
     }
-    freed += AlignedSize(entry.size) * entry.replicas;
+    freed += MemoryOf(entry);
     ++count;
     DropObject(s, index, now, Unfinished::kFreeNow);
   }

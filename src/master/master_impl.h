@@ -397,6 +397,10 @@ class MasterService::Impl {
 
   // --- space (segments.cc) ---
   uint64_t AlignedSize(uint64_t size) const;
+  // The segment memory a complete entry holds: its aligned size on each replica.
+  uint64_t MemoryOf(const ObjectEntry& entry) const {
+    return AlignedSize(entry.size) * entry.replicas;
+  }
   // Whether a segment open to new objects could hold `length` bytes once emptied.
   bool AnySegmentCouldHold(uint64_t length, int64_t now) const ABSL_SHARED_LOCKS_REQUIRED(topo_mu_);
   // Up to `want` replicas of `length` bytes on distinct live segments: the config's preferred
