@@ -97,10 +97,7 @@ absl::StatusOr<uint64_t> Exchange(int fd, const std::string& segment, absl::stri
                                   SteadyPoint deadline, bool* in_sync) {
   *in_sync = false;
   // Sends are small (header and key) but must not outlive the deadline either.
-  const std::chrono::milliseconds left = Left(deadline);
-  timeval tv{static_cast<time_t>(left.count() / 1000),
-             static_cast<suseconds_t>((left.count() % 1000) * 1000)};
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  SetSendTimeout(fd, Left(deadline));
   FrameHeader request;
   request.type = FrameType::kReadObject;
   request.request_id = 1;

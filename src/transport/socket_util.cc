@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -118,6 +119,24 @@ absl::StatusOr<int> ListenTcp(const std::string& host, uint16_t port, uint16_t* 
   }
   freeaddrinfo(list);
   return last;
+}
+
+namespace {
+
+void SetTimeout(int fd, int option, std::chrono::milliseconds timeout) {
+  const int64_t ms = std::max<int64_t>(1, timeout.count());
+  timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
+  setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
+}
+
+}  // namespace
+
+void SetSendTimeout(int fd, std::chrono::milliseconds timeout) {
+  SetTimeout(fd, SO_SNDTIMEO, timeout);
+}
+
+void SetRecvTimeout(int fd, std::chrono::milliseconds timeout) {
+  SetTimeout(fd, SO_RCVTIMEO, timeout);
 }
 
 absl::Status SendAll(int fd, struct iovec* iov, int iovcnt) {

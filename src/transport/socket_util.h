@@ -27,6 +27,11 @@ absl::StatusOr<int> ListenTcp(const std::string& host, uint16_t port, uint16_t* 
 // Sets options every data socket gets (TCP_NODELAY, keepalive, large buffers).
 void TuneDataSocket(int fd);
 
+// Bounds each blocking send (SO_SNDTIMEO) / receive (SO_RCVTIMEO) on fd to `timeout`; a timeout
+// under 1 ms becomes 1 ms (a zero would mean "no bound"). An expired bound fails the call.
+void SetSendTimeout(int fd, std::chrono::milliseconds timeout);
+void SetRecvTimeout(int fd, std::chrono::milliseconds timeout);
+
 // Sends every byte of the iovecs (modified in place). Errors: kUnavailable when the peer is gone.
 absl::Status SendAll(int fd, struct iovec* iov, int iovcnt);
 absl::Status SendAll(int fd, const void* data, size_t length);

@@ -83,31 +83,20 @@ absl::StatusOr<std::unique_ptr<TcpServer>> TcpServer::Bind(const TcpServerOption
 
 TcpServer::TcpServer(const TcpServerOptions& options, MemoryRegistry* registry, int listen_fd,
                      uint16_t port)
-    : options_(options), registry_(registry), listen_fd_(listen_fd), port_(port) {}
+    : options_(options),
+      registry_(registry),
+      port_(port),
+      threads_(listen_fd, options.max_connections, "transfer engine tcp server",
+               [this](int fd) { ServeConnection(fd); }) {}
 
-TcpServer::~TcpServer() {
-  stopping_ = true;
-  shutdown(listen_fd_, SHUT_RDWR);
-  if (accept_thread_.joinable()) accept_thread_.join();
-  CloseFd(listen_fd_);
-  std::list<std::unique_ptr<Connection>> connections;
-  {
-    yuebing::MutexLock lock(&mu_);
-    for (auto& conn : connections_) shutdown(conn->fd, SHUT_RDWR);
-    connections.swap(connections_);
-  }
-  for (auto& conn : connections) {
-    if (conn->thread.joinable()) conn->thread.join();
-    CloseFd(conn->fd);
-  }
-}
+TcpServer::~TcpServer() { threads_.Stop(); }
 
 void TcpServer::Serve(std::string segment_name, uint64_t epoch,
                       std::function<std::string()> describe) {
   segment_name_ = std::move(segment_name);
   epoch_ = epoch;
   describe_ = std::move(describe);
-  accept_thread_ = std::thread(&TcpServer::AcceptLoop, this);
+  threads_.Start();
 }
 
 void TcpServer::SetObjectSource(ObjectSource source) {
@@ -164,61 +153,9 @@ absl::Status TcpServer::ServeObject(int fd, const FrameHeader& request, const st
   return reply(WireStatus::kOk, size, object->data(), size);
 }
 
-size_t TcpServer::ConnectionCount() const {
-  yuebing::MutexLock lock(&mu_);
-  size_t count = 0;
-  for (const auto& conn : connections_) count += !conn->done;
-  return count;
-}
-
-void TcpServer::AcceptLoop() {
-  while (!stopping_) {
-    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (stopping_) break;
-      if (errno == EMFILE || errno == ENFILE) {
-        YB_LOG_WARN("accept: out of file descriptors; pausing 100 ms");
-        usleep(100 * 1000);
-        continue;
-      }
-      YB_LOG_ERROR("accept failed: {}", std::strerror(errno));
-      break;
-    }
-    yuebing::MutexLock lock(&mu_);
-    ReapLocked();
-    if (connections_.size() >= options_.max_connections) {
-      YB_LOG_WARN("refusing connection: {} connections open (limit)", connections_.size());
-      CloseFd(fd);
-      continue;
-    }
-    TuneDataSocket(fd);
-    timeval tv{static_cast<time_t>(options_.frame_timeout.count() / 1000),
-               static_cast<suseconds_t>((options_.frame_timeout.count() % 1000) * 1000)};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    auto conn = std::make_unique<Connection>();
-    conn->fd = fd;
-    Connection* raw = conn.get();
-    connections_.push_back(std::move(conn));
-    raw->thread = std::thread(&TcpServer::ServeConnection, this, raw);
-  }
-}
-
-void TcpServer::ReapLocked() {
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if ((*it)->done) {
-      (*it)->thread.join();
-      CloseFd((*it)->fd);
-      it = connections_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-void TcpServer::ServeConnection(Connection* conn) {
-  const int fd = conn->fd;
+void TcpServer::ServeConnection(int fd) {
+  SetRecvTimeout(fd, options_.frame_timeout);
+  SetSendTimeout(fd, options_.frame_timeout);
   const AuthDeadline handshake_deadline =
       std::chrono::steady_clock::now() + options_.handshake_timeout;
   const bool needs_auth = !options_.cluster_secret.empty();
@@ -226,7 +163,7 @@ void TcpServer::ServeConnection(Connection* conn) {
   bool bounded = true;  // reads are bounded by the handshake deadline until the connection is in
   bool greeted = false;
   absl::Status status;
-  while (!stopping_) {
+  while (!threads_.stopping()) {
     uint8_t bytes[kFrameHeaderBytes];
     if (bounded) {
       status = RecvAllUntil(fd, bytes, kFrameHeaderBytes, handshake_deadline);
@@ -360,8 +297,6 @@ void TcpServer::ServeConnection(Connection* conn) {
   if (!status.ok() && status.code() != absl::StatusCode::kUnavailable) {
     YB_LOG_DEBUG("closing connection: {}", status.ToString());
   }
-  shutdown(fd, SHUT_RDWR);
-  conn->done = true;
 }
 
 }  // namespace yuebing::transport

@@ -21,6 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "transport/connection_threads.h"
 #include "transport/memory_registry.h"
 #include "transport/wire_format.h"
 #include "yuebing/common/mutex.h"
@@ -65,38 +66,26 @@ class TcpServer {
   // at any time; returns once no call of the previous source is running.
   void SetObjectSource(ObjectSource source);
 
-  size_t ConnectionCount() const;
+  size_t ConnectionCount() const { return threads_.Count(); }
 
  private:
-  struct Connection {
-    int fd = -1;
-    std::thread thread;
-    std::atomic<bool> done{false};
-  };
-
   TcpServer(const TcpServerOptions& options, MemoryRegistry* registry, int listen_fd,
             uint16_t port);
-  void AcceptLoop();
-  void ServeConnection(Connection* conn);
-  void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ServeConnection(int fd);
   // Answers one READ_OBJECT for `key` (its payload already read).
   absl::Status ServeObject(int fd, const FrameHeader& request, const std::string& key);
 
   const TcpServerOptions options_;
   MemoryRegistry* const registry_;
-  const int listen_fd_;
   const uint16_t port_;
   std::string segment_name_;
   uint64_t epoch_ = 0;
   std::function<std::string()> describe_;
   RdmaConnectHandler rdma_connect_;
-  std::atomic<bool> stopping_{false};
-  std::thread accept_thread_;
   yuebing::Mutex source_mu_;
   ObjectSource object_source_ ABSL_GUARDED_BY(source_mu_);
   int source_calls_ ABSL_GUARDED_BY(source_mu_) = 0;  // calls of object_source_ running
-  mutable yuebing::Mutex mu_;
-  std::list<std::unique_ptr<Connection>> connections_ ABSL_GUARDED_BY(mu_);
+  ConnectionThreads threads_;  // last: stopped (threads joined) before the members above go
 };
 
 }  // namespace yuebing::transport

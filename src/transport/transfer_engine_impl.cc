@@ -44,9 +44,7 @@ absl::StatusOr<std::string> DescribeOverTcp(const std::string& name,
                      "': ", address.status().message()));
   }
   YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(address->host, address->port, timeout));
-  timeval tv{static_cast<time_t>(timeout.count() / 1000),
-             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  SetRecvTimeout(fd, timeout);
   absl::Status status;
   if (!secret.empty()) {
     status = AuthenticateToTarget(fd, secret, name, std::chrono::steady_clock::now() + timeout);

@@ -62,10 +62,8 @@ absl::StatusOr<std::string> ExchangeQpInfo(const std::string& host, uint16_t por
     return absl::InvalidArgumentError("RDMA connect request too large");
   }
   YB_ASSIGN_OR_RETURN(int fd, ConnectTcp(host, port, timeout));
-  timeval tv{static_cast<time_t>(timeout.count() / 1000),
-             static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  SetRecvTimeout(fd, timeout);
+  SetSendTimeout(fd, timeout);
   if (!cluster_secret.empty()) {
     absl::Status auth = AuthenticateToTarget(fd, cluster_secret, segment_name,
                                              std::chrono::steady_clock::now() + timeout);
