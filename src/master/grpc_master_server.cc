@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "master.grpc.pb.h"
 #include "master/long_polls.h"
 #include "master/request_rules.h"
+#include "rpc/fast_rpc_wire.h"
 #include "yuebing/common/error_code.h"
 #include "yuebing/common/host_port.h"
 #include "yuebing/common/logging.h"
@@ -161,99 +163,103 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     });
   }
 
+  // Not counted in the metrics (a client asks once per master); admitted like any call.
+  grpc::ServerUnaryReactor* Describe(grpc::CallbackServerContext* context,
+                                     const rpc::DescribeRequest* /*request*/,
+                                     rpc::DescribeReply* reply) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (grpc::Status auth = CheckMasterCallCredential(*context, cluster_secret_); !auth.ok()) {
+      reactor->Finish(auth);
+      return reactor;
+    }
+    const Outcome outcome = Run(reply, [&]() -> Outcome {
+      reply->set_fast_rpc_port(fast_rpc_port_.load());
+      return {};
+    });
+    ToRpc(outcome.status, reply->mutable_status());
+    reply->set_term(term_ ? term_() : 0);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  void SetFastRpcPort(uint16_t port) { fast_rpc_port_.store(port); }
+
+  // Serves one fast-path frame (rpc/fast_rpc_wire.h) with the same bodies as the gRPC methods.
+  void ServeFast(uint8_t method, std::string request, FastRpcServer::Done done) {
+    switch (static_cast<rpc::FastMethod>(method)) {
+      case rpc::FastMethod::kBatchPutStart:
+        return ServeFastCall<rpc::BatchPutStartRequest, rpc::BatchPutStartReply>(
+            RpcOp::kBatchPutStart, request, std::move(done),
+            [this](const auto& in, auto* out, auto*) { return PutStartCall(in, out); });
+      case rpc::FastMethod::kBatchPutEnd:
+        return ServeFastCall<rpc::BatchPutEndRequest, rpc::BatchStatusReply>(
+            RpcOp::kBatchPutEnd, request, std::move(done),
+            [this](const auto& in, auto* out, auto* marks) { return PutEndCall(in, out, marks); });
+      case rpc::FastMethod::kBatchPutRevoke:
+        return ServeFastCall<rpc::BatchKeysRequest, rpc::BatchStatusReply>(
+            RpcOp::kBatchPutRevoke, request, std::move(done),
+            [this](const auto& in, auto* out, auto*) { return PutRevokeCall(in, out); });
+      case rpc::FastMethod::kBatchGetReplicaList:
+        return ServeFastCall<rpc::BatchKeysRequest, rpc::BatchGetReplicaListReply>(
+            RpcOp::kBatchGetReplicaList, request, std::move(done),
+            [this](const auto& in, auto* out, auto*) { return GetReplicaListCall(in, out); });
+      case rpc::FastMethod::kBatchExist:
+        return ServeFastCall<rpc::BatchKeysRequest, rpc::BatchExistReply>(
+            RpcOp::kBatchExist, request, std::move(done),
+            [this](const auto& in, auto* out, auto*) { return ExistCall(in, out); });
+      case rpc::FastMethod::kBatchRemove:
+        return ServeFastCall<rpc::BatchKeysRequest, rpc::BatchStatusReply>(
+            RpcOp::kBatchRemove, request, std::move(done),
+            [this](const auto& in, auto* out, auto*) { return RemoveCall(in, out); });
+      case rpc::FastMethod::kReleaseLeases:
+        return ServeFastCall<rpc::ReleaseLeasesRequest, rpc::ReleaseLeasesReply>(
+            RpcOp::kReleaseLeases, request, std::move(done),
+            [this](const auto& in, auto* out, auto*) { return ReleaseLeasesCall(in, out); });
+    }
+    done(rpc::FastStatus::kUnknownMethod, {});
+  }
+
   grpc::ServerUnaryReactor* BatchPutStart(grpc::CallbackServerContext* context,
                                           const rpc::BatchPutStartRequest* request,
                                           rpc::BatchPutStartReply* reply) override {
-    return Serve(context, RpcOp::kBatchPutStart, reply, [&]() -> Outcome {
-      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
-      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-      if (auto status = CheckPutSizes(static_cast<size_t>(request->keys_size()),
-                                      static_cast<size_t>(request->sizes_size()));
-          !status.ok()) {
-        return {status};
-      }
-      if (auto status = CheckPutChecksums(static_cast<size_t>(request->keys_size()),
-                                          static_cast<size_t>(request->checksums_size()));
-          !status.ok()) {
-        return {status};
-      }
-      ApplyReleases(request->released_leases());
-      return PutStart(*request, reply);
-    });
+    return Serve(context, RpcOp::kBatchPutStart, reply,
+                 [&] { return PutStartCall(*request, reply); });
   }
 
   grpc::ServerUnaryReactor* BatchPutEnd(grpc::CallbackServerContext* context,
                                         const rpc::BatchPutEndRequest* request,
                                         rpc::BatchStatusReply* reply) override {
-    // The reply waits until the stores that keep manifests of the objects know them (below).
+    // The reply waits until the stores that keep manifests of the objects know them.
     std::vector<ManifestMark> marks;
     return Serve(
-        context, RpcOp::kBatchPutEnd, reply,
-        [&]() -> Outcome {
-          if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
-          if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-          // No checksums at all means none recorded (0); otherwise one per key.
-          if (auto status = CheckPutChecksums(static_cast<size_t>(request->keys_size()),
-                                              static_cast<size_t>(request->checksums_size()));
-              !status.ok()) {
-            return {status};
-          }
-          std::vector<uint64_t> checksums(request->checksums().begin(), request->checksums().end());
-          checksums.resize(static_cast<size_t>(request->keys_size()), 0);
-          std::vector<std::string> keys = Keys(request->keys());
-          const std::vector<absl::Status> statuses =
-              service_->BatchPutEnd(request->client_id(), keys, checksums);
-          std::vector<std::string> ended;
-          for (size_t i = 0; i < keys.size(); ++i) {
-            if (statuses[i].ok()) ended.push_back(std::move(keys[i]));
-          }
-          marks = service_->ManifestMarks(ended);
-          return StatusesReply(statuses, reply);
-        },
+        context, RpcOp::kBatchPutEnd, reply, [&] { return PutEndCall(*request, reply, &marks); },
         &marks);
   }
 
   grpc::ServerUnaryReactor* BatchPutRevoke(grpc::CallbackServerContext* context,
                                            const rpc::BatchKeysRequest* request,
                                            rpc::BatchStatusReply* reply) override {
-    return Serve(context, RpcOp::kBatchPutRevoke, reply, [&]() -> Outcome {
-      if (auto status = CheckClient(request->client_id()); !status.ok()) return {status};
-      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-      return StatusesReply(service_->BatchPutRevoke(request->client_id(), Keys(request->keys())),
-                           reply);
-    });
+    return Serve(context, RpcOp::kBatchPutRevoke, reply,
+                 [&] { return PutRevokeCall(*request, reply); });
   }
 
   grpc::ServerUnaryReactor* BatchGetReplicaList(grpc::CallbackServerContext* context,
                                                 const rpc::BatchKeysRequest* request,
                                                 rpc::BatchGetReplicaListReply* reply) override {
-    return Serve(context, RpcOp::kBatchGetReplicaList, reply, [&]() -> Outcome {
-      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-      ApplyReleases(request->released_leases());
-      return GetReplicaList(*request, reply);
-    });
+    return Serve(context, RpcOp::kBatchGetReplicaList, reply,
+                 [&] { return GetReplicaListCall(*request, reply); });
   }
 
   grpc::ServerUnaryReactor* BatchExist(grpc::CallbackServerContext* context,
                                        const rpc::BatchKeysRequest* request,
                                        rpc::BatchExistReply* reply) override {
-    return Serve(context, RpcOp::kBatchExist, reply, [&]() -> Outcome {
-      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-      ApplyReleases(request->released_leases());
-      const std::vector<bool> exists = service_->BatchExist(Keys(request->keys()));
-      for (bool exist : exists) reply->add_exists(exist);
-      return {absl::OkStatus(), exists.size(), 0};
-    });
+    return Serve(context, RpcOp::kBatchExist, reply, [&] { return ExistCall(*request, reply); });
   }
 
   grpc::ServerUnaryReactor* BatchRemove(grpc::CallbackServerContext* context,
                                         const rpc::BatchKeysRequest* request,
                                         rpc::BatchStatusReply* reply) override {
-    return Serve(context, RpcOp::kBatchRemove, reply, [&]() -> Outcome {
-      if (auto status = CheckBatch(request->keys_size()); !status.ok()) return {status};
-      ApplyReleases(request->released_leases());
-      return StatusesReply(service_->BatchRemove(Keys(request->keys()), request->force()), reply);
-    });
+    return Serve(context, RpcOp::kBatchRemove, reply, [&] { return RemoveCall(*request, reply); });
   }
 
   grpc::ServerUnaryReactor* BatchReplicaClear(grpc::CallbackServerContext* context,
@@ -331,13 +337,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   grpc::ServerUnaryReactor* ReleaseLeases(grpc::CallbackServerContext* context,
                                           const rpc::ReleaseLeasesRequest* request,
                                           rpc::ReleaseLeasesReply* reply) override {
-    return Serve(context, RpcOp::kReleaseLeases, reply, [&]() -> Outcome {
-      absl::StatusOr<uint64_t> released = service_->ReleaseLeases(
-          std::vector<uint64_t>(request->lease_ids().begin(), request->lease_ids().end()));
-      if (!released.ok()) return {released.status()};
-      reply->set_released(*released);
-      return {absl::OkStatus(), static_cast<uint64_t>(request->lease_ids_size()), 0};
-    });
+    return Serve(context, RpcOp::kReleaseLeases, reply,
+                 [&] { return ReleaseLeasesCall(*request, reply); });
   }
 
   grpc::ServerUnaryReactor* RestoreObjects(grpc::CallbackServerContext* context,
@@ -376,7 +377,8 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       if (!must_finish && outcome.status.ok() && outcome.keys == 0 && !reply->reset()) {
         return false;  // nothing new yet
       }
-      Answer(reactor, RpcOp::kPullJournal, outcome, start, reply);
+      Answer([reactor] { reactor->Finish(grpc::Status::OK); }, RpcOp::kPullJournal, outcome, start,
+             reply);
       return true;
     };
     const bool acknowledges = request->ack() != 0;  // read now: a parked call may end at once
@@ -482,24 +484,54 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       reactor->Finish(auth);  // refused before the request reaches the MasterService
       return reactor;
     }
+    Dispatch(op, reply, std::forward<Body>(body), await,
+             [reactor] { reactor->Finish(grpc::Status::OK); });
+    return reactor;
+  }
+
+  // A fast-path frame: parses the request, runs `body(request, reply, &marks)` like Serve, and
+  // hands the serialized reply to `done`. The request and reply live until `done` has run.
+  template <typename Request, typename Reply, typename Body>
+  void ServeFastCall(RpcOp op, const std::string& payload, FastRpcServer::Done done, Body body) {
+    auto call = std::make_shared<std::pair<Request, Reply>>();
+    if (!call->first.ParseFromString(payload)) {
+      done(rpc::FastStatus::kBadRequest, {});
+      return;
+    }
+    std::vector<ManifestMark> marks;
+    Dispatch(
+        op, &call->second, [&] { return body(call->first, &call->second, &marks); }, &marks,
+        [call, done = std::move(done)] {
+          std::string out;
+          call->second.SerializeToString(&out);
+          done(rpc::FastStatus::kOk, std::move(out));
+        });
+  }
+
+  // The transport-free part of a call: runs `body` if admitted, makes its manifest changes leave
+  // first, waits for `await` as described at Serve, then stamps the reply and calls `finish`
+  // (on this thread, or on the long-poll thread when the call was parked).
+  template <typename Reply, typename Body>
+  void Dispatch(RpcOp op, Reply* reply, Body&& body, const std::vector<ManifestMark>* await,
+                std::function<void()> finish) {
     const Clock::time_point start = Clock::now();
     const Outcome outcome = Run(reply, std::forward<Body>(body));
     // Manifest changes this call made go out to their owners before its own reply does, so a
     // master killed right after answering has already sent them (docs/master.md).
     if (ChangesManifests(op)) polls_.RunNow();
     if (await == nullptr || await->empty() || service_->ManifestsHave(*await)) {
-      Answer(reactor, op, outcome, start, reply);
-      return reactor;
+      Answer(finish, op, outcome, start, reply);
+      return;
     }
-    auto attempt = [this, reactor, op, outcome, start, reply, marks = *await](bool must_finish) {
+    auto attempt = [this, finish = std::move(finish), op, outcome, start, reply,
+                    marks = *await](bool must_finish) {
       const bool known = service_->ManifestsHave(marks);
       if (!known && !must_finish) return false;
       if (!known && metrics_ != nullptr) metrics_->RecordManifestLag();
-      Answer(reactor, op, outcome, start, reply);
+      Answer(finish, op, outcome, start, reply);
       return true;
     };
     polls_.Park(std::move(attempt), Clock::now() + kMaxManifestWait);
-    return reactor;
   }
 
   // Runs `body` if the call is admitted; an exception fails this call only.
@@ -516,7 +548,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
 
   // Stamps the reply with the outcome's status and the term, records the RPC and finishes it.
   template <typename Reply>
-  void Answer(grpc::ServerUnaryReactor* reactor, RpcOp op, const Outcome& outcome,
+  void Answer(const std::function<void()>& finish, RpcOp op, const Outcome& outcome,
               Clock::time_point start, Reply* reply) {
     ToRpc(outcome.status, reply->mutable_status());
     reply->set_term(term_ ? term_() : 0);
@@ -524,7 +556,86 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       metrics_->RecordRpc(op, outcome.status.ok(), outcome.keys, outcome.key_errors,
                           Clock::now() - start);
     }
-    reactor->Finish(grpc::Status::OK);
+    finish();
+  }
+
+  // The bodies of the calls served by gRPC and by the fast path alike.
+  Outcome PutStartCall(const rpc::BatchPutStartRequest& request, rpc::BatchPutStartReply* reply) {
+    if (auto status = CheckClient(request.client_id()); !status.ok()) return {status};
+    if (auto status = CheckBatch(request.keys_size()); !status.ok()) return {status};
+    if (auto status = CheckPutSizes(static_cast<size_t>(request.keys_size()),
+                                    static_cast<size_t>(request.sizes_size()));
+        !status.ok()) {
+      return {status};
+    }
+    if (auto status = CheckPutChecksums(static_cast<size_t>(request.keys_size()),
+                                        static_cast<size_t>(request.checksums_size()));
+        !status.ok()) {
+      return {status};
+    }
+    ApplyReleases(request.released_leases());
+    return PutStart(request, reply);
+  }
+
+  // Fills `marks` with the manifest marks the reply must wait for.
+  Outcome PutEndCall(const rpc::BatchPutEndRequest& request, rpc::BatchStatusReply* reply,
+                     std::vector<ManifestMark>* marks) {
+    if (auto status = CheckClient(request.client_id()); !status.ok()) return {status};
+    if (auto status = CheckBatch(request.keys_size()); !status.ok()) return {status};
+    // No checksums at all means none recorded (0); otherwise one per key.
+    if (auto status = CheckPutChecksums(static_cast<size_t>(request.keys_size()),
+                                        static_cast<size_t>(request.checksums_size()));
+        !status.ok()) {
+      return {status};
+    }
+    std::vector<uint64_t> checksums(request.checksums().begin(), request.checksums().end());
+    checksums.resize(static_cast<size_t>(request.keys_size()), 0);
+    std::vector<std::string> keys = Keys(request.keys());
+    const std::vector<absl::Status> statuses =
+        service_->BatchPutEnd(request.client_id(), keys, checksums);
+    std::vector<std::string> ended;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (statuses[i].ok()) ended.push_back(std::move(keys[i]));
+    }
+    *marks = service_->ManifestMarks(ended);
+    return StatusesReply(statuses, reply);
+  }
+
+  Outcome PutRevokeCall(const rpc::BatchKeysRequest& request, rpc::BatchStatusReply* reply) {
+    if (auto status = CheckClient(request.client_id()); !status.ok()) return {status};
+    if (auto status = CheckBatch(request.keys_size()); !status.ok()) return {status};
+    return StatusesReply(service_->BatchPutRevoke(request.client_id(), Keys(request.keys())),
+                         reply);
+  }
+
+  Outcome GetReplicaListCall(const rpc::BatchKeysRequest& request,
+                             rpc::BatchGetReplicaListReply* reply) {
+    if (auto status = CheckBatch(request.keys_size()); !status.ok()) return {status};
+    ApplyReleases(request.released_leases());
+    return GetReplicaList(request, reply);
+  }
+
+  Outcome ExistCall(const rpc::BatchKeysRequest& request, rpc::BatchExistReply* reply) {
+    if (auto status = CheckBatch(request.keys_size()); !status.ok()) return {status};
+    ApplyReleases(request.released_leases());
+    const std::vector<bool> exists = service_->BatchExist(Keys(request.keys()));
+    for (bool exist : exists) reply->add_exists(exist);
+    return {absl::OkStatus(), exists.size(), 0};
+  }
+
+  Outcome RemoveCall(const rpc::BatchKeysRequest& request, rpc::BatchStatusReply* reply) {
+    if (auto status = CheckBatch(request.keys_size()); !status.ok()) return {status};
+    ApplyReleases(request.released_leases());
+    return StatusesReply(service_->BatchRemove(Keys(request.keys()), request.force()), reply);
+  }
+
+  Outcome ReleaseLeasesCall(const rpc::ReleaseLeasesRequest& request,
+                            rpc::ReleaseLeasesReply* reply) {
+    absl::StatusOr<uint64_t> released = service_->ReleaseLeases(
+        std::vector<uint64_t>(request.lease_ids().begin(), request.lease_ids().end()));
+    if (!released.ok()) return {released.status()};
+    reply->set_released(*released);
+    return {absl::OkStatus(), static_cast<uint64_t>(request.lease_ids_size()), 0};
   }
 
   Outcome PutStart(const rpc::BatchPutStartRequest& request, rpc::BatchPutStartReply* reply) {
@@ -612,6 +723,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   const std::function<absl::Status()> admit_;
   MasterMetrics* const metrics_;
   const std::string cluster_secret_;
+  std::atomic<uint16_t> fast_rpc_port_{0};
   LongPolls polls_;
 };
 
@@ -661,6 +773,15 @@ absl::StatusOr<std::unique_ptr<GrpcMasterServer>> GrpcMasterServer::Start(
 }
 
 GrpcMasterServer::~GrpcMasterServer() { Shutdown(); }
+
+FastRpcServer::Dispatcher GrpcMasterServer::FastDispatcher() {
+  Handler* handler = handler_.get();
+  return [handler](uint8_t method, std::string request, FastRpcServer::Done done) {
+    handler->ServeFast(method, std::move(request), std::move(done));
+  };
+}
+
+void GrpcMasterServer::AdvertiseFastRpcPort(uint16_t port) { handler_->SetFastRpcPort(port); }
 
 void GrpcMasterServer::Shutdown(std::chrono::milliseconds grace) {
   if (shut_down_ || server_ == nullptr) {

@@ -11,6 +11,7 @@
 // a ResourceQuota thread cap answers RESOURCE_EXHAUSTED "Server Threadpool Exhausted" once the
 // cap is reached.) Handlers never block on I/O; MasterService calls are short. A PullJournal
 // with nothing to answer is parked (LongPolls, its own thread) instead of holding a gRPC thread.
+// The hot calls are also served from a FastRpcServer through FastDispatcher(), by the same code.
 //
 // Thread safety: Start() and Shutdown() from one owning thread. The MasterService and
 // MasterMetrics must outlive the server.
@@ -23,6 +24,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "master/fast_rpc_server.h"
 #include "master/master_metrics.h"
 #include "rpc/master_rpc_security.h"
 #include "yuebing/master/master_service.h"
@@ -71,6 +73,13 @@ class GrpcMasterServer {
 
   // The bound port.
   uint16_t port() const { return port_; }
+
+  // Serves fast-path frames (rpc/fast_rpc_wire.h) with the same checks, admission, metrics,
+  // terms and manifest waits as the gRPC methods. The dispatcher must not be called after
+  // Shutdown() or once this server is destroyed: stop the FastRpcServer first.
+  FastRpcServer::Dispatcher FastDispatcher();
+  // The port DescribeReply advertises to clients (0, the default: no fast path). Thread-safe.
+  void AdvertiseFastRpcPort(uint16_t port);
 
   // Stops accepting RPCs, lets those in flight finish for up to `grace`, cancels the rest and
   // joins the serving threads. Idempotent. Takes the whole grace period while an idle client

@@ -179,6 +179,11 @@ std::string RenderPrometheus(const MasterStats& stats, const MasterMetrics& metr
          "PutEnds answered before the stores keeping manifests acknowledged them (wait bound "
          "passed).",
          metrics.manifest_lags());
+  Scalar(&out, "fast_rpc_frames_total", "counter",
+         "Calls answered on the fast path (also counted per rpc in rpc_requests_total).",
+         metrics.fast_rpc_frames());
+  Scalar(&out, "fast_rpc_connections", "gauge", "Open connections of the fast path.",
+         static_cast<uint64_t>(std::max<int64_t>(0, metrics.fast_rpc_connections())));
   Scalar(&out, "evicted_objects_total", "counter", "Objects evicted since start.",
          stats.evicted_objects);
   Scalar(&out, "evictions_total", "counter", "Eviction passes run since start.", stats.evictions);

@@ -75,11 +75,20 @@ class MasterMetrics {
   // Records a PutEnd answered before the stores keeping manifests of its objects acknowledged
   // them (they lagged past the wait bound: a master crash now could lose those puts).
   void RecordManifestLag() { manifest_lags_.fetch_add(1, std::memory_order_relaxed); }
+  // The fast path (master/fast_rpc_server.h): frames answered, and connections open now.
+  void RecordFastRpcFrame() { fast_rpc_frames_.fetch_add(1, std::memory_order_relaxed); }
+  void AddFastRpcConnections(int64_t delta) {
+    fast_rpc_connections_.fetch_add(delta, std::memory_order_relaxed);
+  }
 
   RpcSnapshot Rpc(RpcOp op) const;
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
   uint64_t manifest_lags() const { return manifest_lags_.load(std::memory_order_relaxed); }
+  uint64_t fast_rpc_frames() const { return fast_rpc_frames_.load(std::memory_order_relaxed); }
+  int64_t fast_rpc_connections() const {
+    return fast_rpc_connections_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct RpcCounters {
@@ -95,6 +104,8 @@ class MasterMetrics {
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
   std::atomic<uint64_t> manifest_lags_{0};
+  std::atomic<uint64_t> fast_rpc_frames_{0};
+  std::atomic<int64_t> fast_rpc_connections_{0};
 };
 
 // The Prometheus text exposition (format 0.0.4) of the master's state and counters: objects,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "master/admin_http_server.h"
+#include "master/fast_rpc_server.h"
 #include "master/grpc_master_server.h"
 #include "master/leader_election.h"
 #include "master/master_metrics.h"
@@ -86,6 +87,20 @@ absl::Status MasterServer::Serve() {
     return absl::UnavailableError(absl::StrCat("rpc server: ", rpc.status().message()));
   rpc_ = std::move(rpc).value();
   rpc_port_ = rpc_->port();
+  const bool secured =
+      !options_.security.cluster_secret.empty() || !options_.security.tls_cert_pem.empty();
+  if (options_.fast_rpc && !secured) {
+    FastRpcServer::Options fast_options;
+    fast_options.metrics = metrics_.get();
+    auto fast = FastRpcServer::Start(options_.rpc_host, options_.fast_rpc_port,
+                                     rpc_->FastDispatcher(), fast_options);
+    if (!fast.ok()) {
+      return absl::UnavailableError(absl::StrCat("fast rpc server: ", fast.status().message()));
+    }
+    fast_rpc_ = std::move(fast).value();
+    fast_rpc_port_ = fast_rpc_->port();
+    rpc_->AdvertiseFastRpcPort(fast_rpc_port_);
+  }
   auto admin = AdminHttpServer::Start(options_.rpc_host, options_.metrics_port, service_.get(),
                                       metrics_.get(), admin_options);
   if (!admin.ok()) {
@@ -140,6 +155,7 @@ void MasterServer::Stop() {
   if (election_ != nullptr) election_->Resign();
   stop_ticking_.Notify();
   if (ticker_.joinable()) ticker_.join();
+  if (fast_rpc_ != nullptr) fast_rpc_->Shutdown();
   if (rpc_ != nullptr) rpc_->Shutdown();
   admin_.reset();
   metadata_.reset();
@@ -178,6 +194,7 @@ std::string MasterServer::Endpoints() const {
     absl::StrAppend(&line, " ha ", LeaderElection::LeaderKey(options_.cluster_id), " as ",
                     advertise_address_);
   }
+  if (fast_rpc_port_ != 0) absl::StrAppend(&line, " fast ", fast_rpc_port_);
   return line;
 }
 

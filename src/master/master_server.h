@@ -1,8 +1,8 @@
 // MasterServer: one yuebing-master composed as an object. It owns the MasterService, the
-// control-plane gRPC server, the admin/metrics HTTP server (/metrics, /health, status page), the
-// optional embedded HTTP metadata server, the Tick() thread and, with HA, the leader election
-// through etcd (master/leader_election.h). tools/master/main.cc turns flags into Options and runs
-// one; tests run several in one process.
+// control-plane gRPC server and its fast path, the admin/metrics HTTP server (/metrics, /health,
+// status page), the optional embedded HTTP metadata server, the Tick() thread and, with HA, the
+// leader election through etcd (master/leader_election.h). tools/master/main.cc turns flags into
+// Options and runs one; tests run several in one process.
 //
 // With HA, RPCs are admitted only while the election says this master leads; standbys answer
 // every RPC with UNAVAILABLE_IN_CURRENT_STATUS (-1010). A standby's MasterService stays empty, so
@@ -32,6 +32,7 @@
 namespace yuebing::master {
 
 class AdminHttpServer;
+class FastRpcServer;
 class GrpcMasterServer;
 class LeaderElection;
 class MasterMetrics;
@@ -45,6 +46,11 @@ class MasterServer {
     std::string rpc_host = "0.0.0.0";
     uint16_t rpc_port = 50051;
     uint16_t metrics_port = 9003;
+    // The fast path of the hot calls (rpc/fast_rpc_wire.h) on rpc_host:fast_rpc_port (0: a free
+    // port), advertised to clients through the Describe RPC. Never served with a cluster secret or
+    // TLS (its frames carry no credential and are not encrypted).
+    bool fast_rpc = true;
+    uint16_t fast_rpc_port = 0;
     // The transfer engine's HTTP metadata service (/metadata), when enabled.
     bool http_metadata_server = false;
     std::string metadata_host = "0.0.0.0";
@@ -88,10 +94,11 @@ class MasterServer {
   uint16_t rpc_port() const { return rpc_port_; }
   uint16_t metrics_port() const { return metrics_port_; }
   uint16_t metadata_port() const { return metadata_port_; }  // 0 without the metadata server
+  uint16_t fast_rpc_port() const { return fast_rpc_port_; }  // 0 without the fast path
   // "host:port" this master publishes as leader (HA), with the bound rpc port.
   const std::string& advertise_address() const { return advertise_address_; }
   // The endpoints, as printed after "yuebing-master listening on ": "rpc H:P metrics P
-  // [metadata http://H:P/metadata] [ha KEY as H:P]".
+  // [metadata http://H:P/metadata] [ha KEY as H:P] [fast P]".
   std::string Endpoints() const;
   // True when this master serves RPCs now: always without HA, while it leads with HA.
   bool IsLeader() const;
@@ -112,9 +119,11 @@ class MasterServer {
   uint16_t rpc_port_ = 0;
   uint16_t metrics_port_ = 0;
   uint16_t metadata_port_ = 0;
+  uint16_t fast_rpc_port_ = 0;
   std::unique_ptr<MasterService> service_;
   std::unique_ptr<MasterMetrics> metrics_;
   std::unique_ptr<GrpcMasterServer> rpc_;
+  std::unique_ptr<FastRpcServer> fast_rpc_;  // stopped before rpc_ (it calls into rpc_)
   std::unique_ptr<AdminHttpServer> admin_;
   std::unique_ptr<HttpMetadataServer> metadata_;
   std::unique_ptr<LeaderElection> election_;       // set once before Start() returns

@@ -3,7 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -13,7 +15,9 @@
 #include "common/etcd_client.h"
 #include "master.grpc.pb.h"
 #include "store/channel_keeper.h"
+#include "store/fast_master_channel.h"
 #include "yuebing/common/error_code.h"
+#include "yuebing/common/host_port.h"
 #include "yuebing/common/limits.h"
 #include "yuebing/common/logging.h"
 #include "yuebing/common/mutex.h"
@@ -32,11 +36,36 @@ constexpr char kDefaultClusterId[] = "mooncake_cluster";
 // Under a storm of failing calls the leader is re-read from etcd at most this often.
 constexpr auto kMinResolveGap = std::chrono::milliseconds(50);
 
-// A master's channel, its stub, and the keeper that reconnects the channel after a failure.
+// A master's channel, its stub, the keeper that reconnects the channel after a failure, and the
+// fast path of its hot calls (null when off).
 struct MasterConnection {
   std::shared_ptr<rpc::MasterService::Stub> stub;
   std::shared_ptr<ChannelKeeper> keeper;
+  std::shared_ptr<FastMasterChannel> fast;
 };
+
+// The fast path to `address` through `stub`'s Describe, unless it is turned off: by the
+// environment, or by security (its frames carry no credential and no TLS).
+std::shared_ptr<FastMasterChannel> FastPath(const std::string& address,
+                                            const MasterRpcSecurity& security,
+                                            std::shared_ptr<rpc::MasterService::Stub> stub) {
+  const char* env = std::getenv(kMasterFastRpcEnv);
+  if (env != nullptr && std::string_view(env) == "0") return nullptr;
+  if (!security.cluster_secret.empty() || !security.tls_ca_pem.empty()) return nullptr;
+  absl::StatusOr<HostPort> host_port = ParseHostPort(address);
+  if (!host_port.ok()) return nullptr;
+  auto lookup = [stub](FastMasterChannel::Deadline deadline) -> absl::StatusOr<uint16_t> {
+    grpc::ClientContext context;
+    context.set_deadline(Clock::now() + (deadline - std::chrono::steady_clock::now()));
+    rpc::DescribeReply reply;
+    grpc::Status status = stub->Describe(&context, rpc::DescribeRequest(), &reply);
+    if (!status.ok()) return absl::UnavailableError(status.error_message());
+    if (reply.status().code() != 0) return absl::UnavailableError(reply.status().message());
+    if (reply.fast_rpc_port() > 0xffff) return absl::InternalError("fast rpc port out of range");
+    return static_cast<uint16_t>(reply.fast_rpc_port());
+  };
+  return std::make_shared<FastMasterChannel>(host_port->host, std::move(lookup));
+}
 
 MasterConnection Connect(const std::string& address, const MasterRpcSecurity& security) {
   grpc::ChannelArguments args;
@@ -46,9 +75,10 @@ MasterConnection Connect(const std::string& address, const MasterRpcSecurity& se
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   auto channel = grpc::CreateCustomChannel(address, MasterChannelCredentials(security), args);
-  return MasterConnection{
-      std::shared_ptr<rpc::MasterService::Stub>(rpc::MasterService::NewStub(channel)),
-      std::make_shared<ChannelKeeper>(channel)};
+  std::shared_ptr<rpc::MasterService::Stub> stub(rpc::MasterService::NewStub(channel));
+  std::shared_ptr<FastMasterChannel> fast = FastPath(address, security, stub);
+  return MasterConnection{std::move(stub), std::make_shared<ChannelKeeper>(channel),
+                          std::move(fast)};
 }
 
 }  // namespace
@@ -208,28 +238,50 @@ absl::StatusOr<std::unique_ptr<MasterClient>> MasterClient::Create(
 
 namespace {
 
-// Runs one unary RPC within the client's deadline against the current master; checks the
-// transport status and the reply's term (raising the highest term seen, refusing replies from
-// older ones). With etcd discovery a not-leader answer is retried once against the re-read
-// leader.
+// Sends one call over the fast path when `fast` names its method and the target has one.
+// Returns true when `reply` came that way, false when the call should go by gRPC.
+template <typename Request, typename Reply>
+absl::StatusOr<bool> CallFast(std::optional<rpc::FastMethod> fast,
+                              const MasterClient::Impl::Target& target, const Request& request,
+                              Reply& reply, Clock::time_point deadline) {
+  if (!fast.has_value() || target.connection.fast == nullptr) return false;
+  reply.Clear();
+  return target.connection.fast->Call(*fast, request, &reply,
+                                      std::chrono::steady_clock::now() + (deadline - Clock::now()));
+}
+
+// Runs one unary RPC within the client's deadline against the current master (over its fast
+// path when `fast` names the method and the master has one, else gRPC); checks the transport
+// status and the reply's term (raising the highest term seen, refusing replies from older ones).
+// With etcd discovery a not-leader answer is retried once against the re-read leader.
 template <typename Request, typename Reply>
 absl::Status Call(const char* name,
                   grpc::Status (rpc::MasterService::Stub::*method)(grpc::ClientContext*,
                                                                    const Request&, Reply*),
                   MasterClient::Impl& impl, std::atomic<uint64_t>& max_term,
                   const std::function<void(uint64_t)>& on_new_term, const Request& request,
-                  Reply& reply, std::chrono::milliseconds held = std::chrono::milliseconds(0)) {
+                  Reply& reply, std::chrono::milliseconds held = std::chrono::milliseconds(0),
+                  std::optional<rpc::FastMethod> fast = std::nullopt) {
   // `held`: how long the master may hold the call on purpose (a long poll), beyond the timeout.
   const Clock::time_point deadline = Clock::now() + impl.timeout + held;
   for (int attempt = 0;; ++attempt) {
     YB_ASSIGN_OR_RETURN(MasterClient::Impl::Target target, impl.Get(deadline));
-    grpc::ClientContext context;
-    context.set_deadline(deadline);
-    if (absl::Status auth = AttachMasterCallCredential(&context, impl.secret); !auth.ok()) {
-      return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, ": ", auth.message()));
+    absl::StatusOr<bool> fast_done = CallFast(fast, target, request, reply, deadline);
+    if (!fast_done.ok()) {
+      impl.MarkStale(target.address);
+      return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, " to ", target.address, ": ",
+                                                         fast_done.status().message()));
     }
-    reply.Clear();
-    grpc::Status rpc_status = (target.connection.stub.get()->*method)(&context, request, &reply);
+    grpc::Status rpc_status = grpc::Status::OK;
+    if (!*fast_done) {
+      grpc::ClientContext context;
+      context.set_deadline(deadline);
+      if (absl::Status auth = AttachMasterCallCredential(&context, impl.secret); !auth.ok()) {
+        return MakeError(ErrorCode::kRpcFail, absl::StrCat(name, ": ", auth.message()));
+      }
+      reply.Clear();
+      rpc_status = (target.connection.stub.get()->*method)(&context, request, &reply);
+    }
     if (!rpc_status.ok()) {
       target.connection.keeper->Nudge();  // fast-failing calls alone would not reconnect it
       impl.MarkStale(target.address);
@@ -258,6 +310,10 @@ absl::Status Call(const char* name,
 
 #define YB_CALL(method, request, reply) \
   Call(#method, &rpc::MasterService::Stub::method, *impl_, max_term_, on_new_term_, request, reply)
+// The same for a call the fast path serves (rpc/fast_rpc_wire.h).
+#define YB_FAST_CALL(method, request, reply)                                                 \
+  Call(#method, &rpc::MasterService::Stub::method, *impl_, max_term_, on_new_term_, request, \
+       reply, std::chrono::milliseconds(0), rpc::FastMethod::k##method)
 
 // --- segment manifests ---
 
@@ -386,7 +442,7 @@ void MasterClient::FlushLoop() {
     rpc::ReleaseLeasesRequest request;
     request.mutable_lease_ids()->Add(ids.begin(), ids.end());
     rpc::ReleaseLeasesReply reply;
-    absl::Status status = YB_CALL(ReleaseLeases, request, reply);
+    absl::Status status = YB_FAST_CALL(ReleaseLeases, request, reply);
     if (status.ok()) status = FromRpc(reply.status());
     if (!status.ok()) YB_LOG_DEBUG("releasing read leases: {}", status.ToString());
     release_mu_.Lock();
@@ -458,7 +514,7 @@ std::vector<absl::StatusOr<std::vector<master::Replica>>> MasterClient::BatchPut
   request.set_upsert(upsert);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchPutStartReply reply;
-  absl::Status status = YB_CALL(BatchPutStart, request, reply);
+  absl::Status status = YB_FAST_CALL(BatchPutStart, request, reply);
   if (status.ok()) status = FromRpc(reply.status());
   if (status.ok() && static_cast<size_t>(reply.results_size()) != keys.size()) {
     status = MakeError(ErrorCode::kRpcFail, "BatchPutStart reply has the wrong number of results");
@@ -505,7 +561,7 @@ std::vector<absl::Status> MasterClient::BatchPutEnd(const master::ClientId& clie
   for (const std::string& key : keys) request.add_keys(key);
   for (uint64_t checksum : checksums) request.add_checksums(checksum);
   rpc::BatchStatusReply reply;
-  absl::Status call = YB_CALL(BatchPutEnd, request, reply);
+  absl::Status call = YB_FAST_CALL(BatchPutEnd, request, reply);
   return StatusesFromReply(call, reply, keys.size());
 }
 
@@ -516,7 +572,7 @@ std::vector<absl::Status> MasterClient::BatchPutRevoke(const master::ClientId& c
   for (const std::string& key : keys) request.add_keys(key);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchStatusReply reply;
-  absl::Status call = YB_CALL(BatchPutRevoke, request, reply);
+  absl::Status call = YB_FAST_CALL(BatchPutRevoke, request, reply);
   return StatusesFromReply(call, reply, keys.size());
 }
 
@@ -538,7 +594,7 @@ std::vector<absl::StatusOr<master::ObjectLocation>> MasterClient::LookUp(
   request.set_query_only(query_only);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchGetReplicaListReply reply;
-  absl::Status status = YB_CALL(BatchGetReplicaList, request, reply);
+  absl::Status status = YB_FAST_CALL(BatchGetReplicaList, request, reply);
   if (status.ok()) status = FromRpc(reply.status());
   if (status.ok() && static_cast<size_t>(reply.results_size()) != keys.size()) {
     status = MakeError(ErrorCode::kRpcFail, "reply has the wrong number of results");
@@ -568,7 +624,7 @@ absl::StatusOr<std::vector<bool>> MasterClient::BatchExist(const std::vector<std
   for (const std::string& key : keys) request.add_keys(key);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchExistReply reply;
-  YB_RETURN_IF_ERROR(YB_CALL(BatchExist, request, reply));
+  YB_RETURN_IF_ERROR(YB_FAST_CALL(BatchExist, request, reply));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));
   if (static_cast<size_t>(reply.exists_size()) != keys.size()) {
     return MakeError(ErrorCode::kRpcFail, "reply has the wrong number of results");
@@ -583,7 +639,7 @@ std::vector<absl::Status> MasterClient::BatchRemove(const std::vector<std::strin
   request.set_force(force);
   AttachReleases(request.mutable_released_leases());
   rpc::BatchStatusReply reply;
-  absl::Status call = YB_CALL(BatchRemove, request, reply);
+  absl::Status call = YB_FAST_CALL(BatchRemove, request, reply);
   return StatusesFromReply(call, reply, keys.size());
 }
 
@@ -727,5 +783,6 @@ absl::StatusOr<master::DiskSyncReply> MasterClient::SyncDiskTier(
 }
 
 #undef YB_CALL
+#undef YB_FAST_CALL
 
 }  // namespace yuebing::store

@@ -86,9 +86,10 @@ TEST(MasterServerTest, ServesOnFreePortsAndStops) {
   EXPECT_NE(s.rpc_port(), 0);
   EXPECT_NE(s.metrics_port(), 0);
   EXPECT_NE(s.metadata_port(), 0);
-  EXPECT_EQ(s.Endpoints(),
-            absl::StrCat("rpc 127.0.0.1:", s.rpc_port(), " metrics ", s.metrics_port(),
-                         " metadata http://127.0.0.1:", s.metadata_port(), "/metadata"));
+  EXPECT_NE(s.fast_rpc_port(), 0);
+  EXPECT_EQ(s.Endpoints(), absl::StrCat("rpc 127.0.0.1:", s.rpc_port(), " metrics ",
+                                        s.metrics_port(), " metadata http://127.0.0.1:",
+                                        s.metadata_port(), "/metadata fast ", s.fast_rpc_port()));
   EXPECT_TRUE(s.IsLeader());
   EXPECT_EQ(s.term(), 0u);
   PingResult ping = Ping(s);

@@ -49,6 +49,11 @@ ABSL_FLAG(std::string, rpc_address, "0.0.0.0",
 ABSL_FLAG(int32_t, rpc_thread_num, 0,
           "Accepted for mooncake_master compatibility and not used: the gRPC server runs RPCs on "
           "its own pool, sized by the CPU count.");
+ABSL_FLAG(bool, enable_fast_rpc, true,
+          "Also serve the hot calls (put, get, exist, remove) as plain framed TCP on "
+          "--fast_rpc_port, which clients find through the Describe RPC; never served with a "
+          "cluster secret or TLS.");
+ABSL_FLAG(int32_t, fast_rpc_port, 0, "Port of the fast path (0 picks a free one).");
 ABSL_FLAG(int32_t, metrics_port, 9003,
           "Port of the HTTP server for /metrics, /health and the status page (0 picks one).");
 ABSL_FLAG(bool, enable_http_metadata_server, false,
@@ -324,6 +329,10 @@ absl::StatusOr<MasterServer::Options> OptionsFromFlags() {
   auto metrics_port = PortFlag("metrics_port", absl::GetFlag(FLAGS_metrics_port));
   if (!metrics_port.ok()) return metrics_port.status();
   options.metrics_port = *metrics_port;
+  options.fast_rpc = absl::GetFlag(FLAGS_enable_fast_rpc);
+  auto fast_rpc_port = PortFlag("fast_rpc_port", absl::GetFlag(FLAGS_fast_rpc_port));
+  if (!fast_rpc_port.ok()) return fast_rpc_port.status();
+  options.fast_rpc_port = *fast_rpc_port;
 
   const int32_t threads = absl::GetFlag(FLAGS_rpc_thread_num);
   if (threads < 0) return FlagError("rpc_thread_num", absl::StrCat("must be >= 0, got ", threads));
