@@ -211,12 +211,22 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
         return ServeFastCall<rpc::BatchKeysRequest, rpc::BatchStatusReply>(
             RpcOp::kBatchRemove, request, std::move(done),
             [this](const auto& in, auto* out, auto*) { return RemoveCall(in, out); });
+      case rpc::FastMethod::kPullJournal: {
+        auto call = std::make_shared<std::pair<rpc::PullJournalRequest, rpc::PullJournalReply>>();
+        if (!call->first.ParseFromString(request)) break;
+        PullJournalCall(call->first, &call->second, [call, done = std::move(done)] {
+          done(rpc::FastStatus::kOk, call->second.SerializeAsString());
+        });
+        return;
+      }
       case rpc::FastMethod::kReleaseLeases:
         return ServeFastCall<rpc::ReleaseLeasesRequest, rpc::ReleaseLeasesReply>(
             RpcOp::kReleaseLeases, request, std::move(done),
             [this](const auto& in, auto* out, auto*) { return ReleaseLeasesCall(in, out); });
+      default:
+        return done(rpc::FastStatus::kUnknownMethod, {});
     }
-    done(rpc::FastStatus::kUnknownMethod, {});
+    done(rpc::FastStatus::kBadRequest, {});
   }
 
   grpc::ServerUnaryReactor* BatchPutStart(grpc::CallbackServerContext* context,
@@ -359,8 +369,6 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     });
   }
 
-  // Answers at once when there are entries (or an error, or wait_ms is 0); otherwise parks the
-  // call with the long polls until an entry comes or wait_ms (at most kMaxJournalWait) passes.
   grpc::ServerUnaryReactor* PullJournal(grpc::CallbackServerContext* context,
                                         const rpc::PullJournalRequest* request,
                                         rpc::PullJournalReply* reply) override {
@@ -369,19 +377,27 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       reactor->Finish(auth);
       return reactor;
     }
+    PullJournalCall(*request, reply, [reactor] { reactor->Finish(grpc::Status::OK); });
+    return reactor;
+  }
+
+  // Answers at once when there are entries (or an error, or wait_ms is 0); otherwise parks the
+  // call with the long polls until an entry comes or wait_ms (at most kMaxJournalWait) passes.
+  // `request` and `reply` must live until `finish` has run.
+  void PullJournalCall(const rpc::PullJournalRequest& request, rpc::PullJournalReply* reply,
+                       std::function<void()> finish) {
     const auto wait = std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(request->wait_ms()), kMaxJournalWait);
-    auto attempt = [this, reactor, request, reply](bool must_finish) {
+        std::chrono::milliseconds(request.wait_ms()), kMaxJournalWait);
+    auto attempt = [this, finish = std::move(finish), &request, reply](bool must_finish) {
       const Clock::time_point start = Clock::now();
-      const Outcome outcome = Run(reply, [&] { return FillJournal(*request, reply); });
+      const Outcome outcome = Run(reply, [&] { return FillJournal(request, reply); });
       if (!must_finish && outcome.status.ok() && outcome.keys == 0 && !reply->reset()) {
         return false;  // nothing new yet
       }
-      Answer([reactor] { reactor->Finish(grpc::Status::OK); }, RpcOp::kPullJournal, outcome, start,
-             reply);
+      Answer(finish, RpcOp::kPullJournal, outcome, start, reply);
       return true;
     };
-    const bool acknowledges = request->ack() != 0;  // read now: a parked call may end at once
+    const bool acknowledges = request.ack() != 0;  // read now: a parked call may end at once
     if (wait.count() == 0 || attempt(false)) {
       if (wait.count() == 0) attempt(true);
     } else {
@@ -391,7 +407,6 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     // An acknowledgement may let parked PutEnds answer: at once, on this thread, rather than
     // after waking the poll thread.
     if (acknowledges) polls_.RunNow();
-    return reactor;
   }
 
   // Finishes parked long polls; new ones are answered at once.

@@ -27,6 +27,7 @@ enum class FastMethod : uint8_t {
   kBatchExist = 5,           // BatchKeysRequest -> BatchExistReply
   kBatchRemove = 6,          // BatchKeysRequest -> BatchStatusReply
   kReleaseLeases = 7,        // ReleaseLeasesRequest -> ReleaseLeasesReply
+  kPullJournal = 8,  // PullJournalRequest -> PullJournalReply (a long poll: held up to wait_ms)
 };
 
 enum class FastStatus : uint8_t {

@@ -359,7 +359,7 @@ absl::StatusOr<master::JournalBatch> MasterClient::PullJournal(const master::Cli
   request.set_wait_ms(static_cast<uint32_t>(std::clamp<int64_t>(wait.count(), 0, 60000)));
   rpc::PullJournalReply reply;
   YB_RETURN_IF_ERROR(Call("PullJournal", &rpc::MasterService::Stub::PullJournal, *impl_, max_term_,
-                          on_new_term_, request, reply, wait));
+                          on_new_term_, request, reply, wait, rpc::FastMethod::kPullJournal));
   YB_RETURN_IF_ERROR(FromRpc(reply.status()));
   master::JournalBatch batch;
   batch.journal_id = reply.journal_id();

@@ -130,6 +130,47 @@ TEST(FastRpcTest, HotCallsTravelOnTheFastPathWithTheSameResults) {
   EXPECT_GE(Metric(*server, "fast_rpc_connections"), 1);
 }
 
+// A store's journal long poll travels as frames too: parked until an entry comes, and its
+// acknowledgement lets a PutEnd waiting for the manifest answer.
+TEST(FastRpcTest, JournalLongPollTravelsOnTheFastPath) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  auto owner = MakeClient(*server);
+  auto writer = MakeClient(*server);
+  ASSERT_NE(owner, nullptr);
+  ASSERT_NE(writer, nullptr);
+  auto mount = owner->MountSegmentForRestore(kClient, Segment{"seg-j:1", 1 << 20, 64 << 20}, false);
+  ASSERT_TRUE(mount.ok()) << mount.status();
+  ASSERT_TRUE(owner->RestoreObjects(kClient, "seg-j:1", {}, /*last=*/true).ok());
+  auto first = owner->PullJournal(kClient, 0, 0, milliseconds(0));
+  ASSERT_TRUE(first.ok()) << first.status();
+  const int64_t frames_before = Metric(*server, "fast_rpc_frames_total");
+
+  // The owner's poll is parked; the writer's PutStart announces an object, which answers it.
+  std::thread poller([&] {
+    auto batch = owner->PullJournal(kClient, first->journal_id, first->last_seq, milliseconds(900));
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    ASSERT_EQ(batch->entries.size(), 1u);
+    EXPECT_EQ(batch->entries[0].key, "journaled");
+    EXPECT_FALSE(batch->entries[0].committed);
+    // Acknowledge it, as a store does with its next poll.
+    auto next = owner->PullJournal(kClient, batch->journal_id, batch->last_seq, milliseconds(0));
+    EXPECT_TRUE(next.ok()) << next.status();
+  });
+  std::this_thread::sleep_for(milliseconds(100));
+  const auto start = SteadyClock::now();
+  auto started = writer->BatchPutStart("fedcba9876543210fedcba9876543210", {"journaled"}, {4096},
+                                       {}, false, {0x1234});
+  ASSERT_TRUE(started[0].ok()) << started[0].status();
+  auto ended = writer->BatchPutEnd("fedcba9876543210fedcba9876543210", {"journaled"}, {0x1234});
+  ASSERT_TRUE(ended[0].ok()) << ended[0];
+  poller.join();
+  EXPECT_LT(SteadyClock::now() - start, milliseconds(450));  // not the 500 ms wait bound
+  EXPECT_EQ(Metric(*server, "manifest_lag_puts_total"), 0);
+  // Two polls, a PutStart and a PutEnd.
+  EXPECT_EQ(Metric(*server, "fast_rpc_frames_total") - frames_before, 4);
+}
+
 TEST(FastRpcTest, ClientUsesGrpcWhenTheMasterHasNoFastPath) {
   MasterServer::Options options = LocalOptions();
   options.fast_rpc = false;
