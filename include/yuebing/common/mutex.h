@@ -6,6 +6,8 @@
 // these wrappers tell TSan about each acquire and release; in every other build they compile to
 // the absl calls alone.
 //
+// In optimized builds the first yuebing::Mutex turns off Abseil's deadlock detection for the
+// process (see ConfigureAbseilMutexes below).
 // Use these instead of absl::Mutex/MutexLock/ReaderMutexLock/CondVar/Condition in yuebing code.
 // Thread safety: as absl::Mutex. A Condition's function runs with the mutex held, possibly on
 // another thread (the one unlocking), as with absl.
@@ -72,9 +74,25 @@ class Condition {
   void* arg_;
 };
 
+namespace sync_internal {
+// Once per process, in optimized builds (NDEBUG): turns off Abseil's lock-order graph. Debian
+// builds its Abseil without NDEBUG, so by default every Lock() of every absl::Mutex recorded the
+// locks held in a process-wide graph guarded by one global lock: a nested lock pair cost 122 ns
+// instead of 43, and all threads of a process met on that lock. Debug builds keep the check.
+inline void ConfigureAbseilMutexes() {
+#ifdef NDEBUG
+  static const bool configured = [] {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+    return true;
+  }();
+  (void)configured;
+#endif
+}
+}  // namespace sync_internal
+
 class ABSL_LOCKABLE Mutex {
  public:
-  Mutex() = default;
+  Mutex() { sync_internal::ConfigureAbseilMutexes(); }
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
