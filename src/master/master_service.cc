@@ -169,8 +169,16 @@ std::vector<ReplicaRef> MasterService::Impl::ReplicasOf(Shard& s, uint32_t index
 
 void MasterService::Impl::SetReplicas(Shard& s, uint32_t index,
                                       const std::vector<ReplicaRef>& refs) {
-  ForgetReplicas(s, index);
   ObjectEntry& entry = s.table.at(index);
+  if (entry.replicas > 0) {
+    // Relinked (a replica went with its segment, was cleared, copied or moved): Link puts it at
+    // the head of its list, so it counts as just used. Its old access time there would break the
+    // list's order, and eviction's walk, which stops at the first entry newer than its cut-off,
+    // would never reach it (a full store refused every put after a store's unmount).
+    Reprieve(s, index);  // the condemned map is keyed by the access time about to change
+    entry.last_access = access_seq_.fetch_add(1) + 1;
+  }
+  ForgetReplicas(s, index);
   entry.segment = refs.front().segment;
   entry.offset = refs.front().offset;
   entry.replicas = static_cast<uint8_t>(refs.size());

@@ -896,6 +896,25 @@ TEST_F(EvictionTest, AllocationFailureEvictsThenRetries) {
   EXPECT_FALSE(master_->Exist("k1"));
 }
 
+// Objects that keep a replica after their other segment is unmounted are relinked as just used:
+// eviction's walk still reaches every object, and a full segment still makes room. (They were
+// relinked at the head of the list with their old access time; the walk stopped at the newer
+// tail and freed nothing, so every put failed with no space.)
+TEST_F(EvictionTest, SurvivorsOfAnUnmountStayEvictable) {
+  Start(/*blocks=*/20, /*watermark=*/1.0, /*ratio=*/0.1);
+  Mount("c2", "other", 20 * kBlock, 0x10000000);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Put("c1", K("two", i), kBlock, On("seg", 2)).ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Put("c1", K("one", i), kBlock, On("seg")).ok());
+  ASSERT_TRUE(master_->UnmountSegment("c2", "other").ok());
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(master_->Exist(K("two", i))) << i;  // one replica left
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(Put("c1", K("new", i), kBlock, On("seg")).ok()) << "put " << i;
+  }
+  // The oldest by use went first: the single-replica objects, then the relinked survivors.
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(master_->Exist(K("one", i))) << i;
+  EXPECT_EQ(master_->Stats().evicted_objects, 20u);
+}
+
 TEST_F(EvictionTest, TickEvictsAboveTheWatermarkOnceLeasesEnd) {
   Start(/*blocks=*/10, /*watermark=*/0.5, /*ratio=*/0.1);
   for (int i = 0; i < 5; ++i) {
