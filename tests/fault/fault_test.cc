@@ -470,12 +470,15 @@ TEST(Fault, NetworkPartition) {
   load.Stop();
 
   // Recovery: a single-replica put lands on the far store again (it re-mounted after the master
-  // dropped it) and reads back over the link.
+  // dropped it) and reads back over the link. Each try first empties the cluster: the far store
+  // may come back full (it restores the objects it held), and a put it has no room for goes to
+  // another store instead of evicting there.
   master::ReplicateConfig far_only;
   far_only.preferred_segment = far_segment;
   uint64_t n = 0;
   bool far_back = WaitFor(
       [&] {
+        if (!client->RemoveAll(/*force=*/true).ok()) return false;
         const std::string key = absl::StrCat("np-far-", n++);
         if (!checker.Put(*client, key, 1, 4096, far_only).ok()) return false;
         auto replicas = ReplicasOf(cluster.master_address(), key);
