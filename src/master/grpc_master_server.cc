@@ -619,6 +619,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
   Outcome PutRevokeCall(const rpc::BatchKeysRequest& request, rpc::BatchStatusReply* reply) {
     if (auto status = CheckClient(request.client_id()); !status.ok()) return {status};
     if (auto status = CheckBatch(request.keys_size()); !status.ok()) return {status};
+    ApplyReleases(request.released_leases());
     return StatusesReply(service_->BatchPutRevoke(request.client_id(), Keys(request.keys())),
                          reply);
   }

@@ -130,6 +130,25 @@ TEST(FastRpcTest, HotCallsTravelOnTheFastPathWithTheSameResults) {
   EXPECT_GE(Metric(*server, "fast_rpc_connections"), 1);
 }
 
+// A release queued just before a revoke rides along with it and is applied: the object, no longer
+// leased, can be removed without force at once. (The server once dropped releases that came with
+// a revoke; they then held their object until the lease's TTL.)
+TEST(FastRpcTest, ReleasesRidingOnARevokeAreApplied) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  auto client = MakeClient(*server);
+  ASSERT_NE(client, nullptr);
+  Mount(*client);
+  PutObjects(*client, {"read-me"});
+  auto found = client->BatchGetReplicaList({"read-me"});
+  ASSERT_TRUE(found[0].ok()) << found[0].status();
+  ASSERT_TRUE(client->BatchPutStart(kClient, {"pending"}, {4096}, {}, false, {})[0].ok());
+  client->ReleaseLeases({found[0]->lease_id});  // queued; the revoke right after carries it
+  ASSERT_TRUE(client->BatchPutRevoke(kClient, {"pending"})[0].ok());
+  auto removed = client->BatchRemove({"read-me"}, /*force=*/false);
+  EXPECT_TRUE(removed[0].ok()) << removed[0];
+}
+
 // A store's journal long poll travels as frames too: parked until an entry comes, and its
 // acknowledgement lets a PutEnd waiting for the manifest answer.
 TEST(FastRpcTest, JournalLongPollTravelsOnTheFastPath) {
