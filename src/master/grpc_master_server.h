@@ -75,8 +75,8 @@ class GrpcMasterServer {
   uint16_t port() const { return port_; }
 
   // Serves fast-path frames (rpc/fast_rpc_wire.h) with the same checks, admission, metrics,
-  // terms and manifest waits as the gRPC methods. The dispatcher must not be called after
-  // Shutdown() or once this server is destroyed: stop the FastRpcServer first.
+  // terms and manifest waits as the gRPC methods. After Shutdown() it still serves (parked calls
+  // are answered at once); it must not be called once this server is destroyed.
   FastRpcServer::Dispatcher FastDispatcher();
   // The port DescribeReply advertises to clients (0, the default: no fast path). Thread-safe.
   void AdvertiseFastRpcPort(uint16_t port);

@@ -155,8 +155,10 @@ void MasterServer::Stop() {
   if (election_ != nullptr) election_->Resign();
   stop_ticking_.Notify();
   if (ticker_.joinable()) ticker_.join();
-  if (fast_rpc_ != nullptr) fast_rpc_->Shutdown();
+  // gRPC first: its shutdown answers parked calls (journal polls, PutEnds) at once, including
+  // those of fast-path connections, whose threads the fast server then joins without waiting.
   if (rpc_ != nullptr) rpc_->Shutdown();
+  if (fast_rpc_ != nullptr) fast_rpc_->Shutdown();
   admin_.reset();
   metadata_.reset();
   yuebing::MutexLock lock(&end_mu_);

@@ -123,7 +123,7 @@ class MasterServer {
   std::unique_ptr<MasterService> service_;
   std::unique_ptr<MasterMetrics> metrics_;
   std::unique_ptr<GrpcMasterServer> rpc_;
-  std::unique_ptr<FastRpcServer> fast_rpc_;  // stopped before rpc_ (it calls into rpc_)
+  std::unique_ptr<FastRpcServer> fast_rpc_;  // destroyed before rpc_ (it calls into rpc_)
   std::unique_ptr<AdminHttpServer> admin_;
   std::unique_ptr<HttpMetadataServer> metadata_;
   std::unique_ptr<LeaderElection> election_;       // set once before Start() returns
