@@ -1,5 +1,6 @@
 #include "master/fast_rpc_server.h"
 
+#include <malloc.h>
 #include <sys/uio.h>
 
 #include <utility>
@@ -92,6 +93,16 @@ void FastRpcServer::Serve(int fd) {
     if (!transport::SendAll(fd, parts, answer.length > 0 ? 2 : 1).ok()) break;
   }
   if (options_.metrics != nullptr) options_.metrics->AddFastRpcConnections(-1);
+  ReturnFreedMemory();
+}
+
+void FastRpcServer::ReturnFreedMemory() {
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_trim_ms_.load();
+  if (now - last < kTrimIntervalMs || !last_trim_ms_.compare_exchange_strong(last, now)) return;
+  malloc_trim(0);
 }
 
 }  // namespace yuebing::master

@@ -13,6 +13,7 @@
 // for it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -56,10 +57,17 @@ class FastRpcServer {
  private:
   FastRpcServer(Dispatcher dispatcher, Options options, int listen_fd, uint16_t port);
   void Serve(int fd);
+  // At most once per kTrimIntervalMs, when a connection ends: hands the heap's free pages back
+  // to the system (malloc_trim). Each connection is served on a new thread, and glibc gives new
+  // threads their own malloc arenas, whose freed memory it keeps: a master serving a stream of
+  // short-lived clients grew by ~25% in the cluster soak (tests/soak/cluster_soak.sh) without it.
+  void ReturnFreedMemory();
+  static constexpr int64_t kTrimIntervalMs = 1000;
 
   const Dispatcher dispatcher_;
   const Options options_;
   const uint16_t port_;
+  std::atomic<int64_t> last_trim_ms_{0};
   transport::ConnectionThreads threads_;  // last: stopped before the members above go
 };
 
