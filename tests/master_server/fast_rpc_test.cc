@@ -22,12 +22,15 @@
 #include "rpc/fast_rpc_wire.h"
 #include "store/fast_master_channel.h"
 #include "store/master_client.h"
+#include "support/local_master_options.h"
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
 #include "yuebing/common/error_code.h"
 
 namespace yuebing::master {
 namespace {
+
+using test_support::LocalMasterOptions;
 
 using std::chrono::milliseconds;
 using ::testing::HasSubstr;
@@ -36,15 +39,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 const std::string kClient = "0123456789abcdef0123456789abcdef";
 
-MasterServer::Options LocalOptions() {
-  MasterServer::Options options;
-  options.rpc_host = "127.0.0.1";
-  options.rpc_port = 0;
-  options.metrics_port = 0;
-  return options;
-}
-
-std::unique_ptr<MasterServer> StartServer(MasterServer::Options options = LocalOptions()) {
+std::unique_ptr<MasterServer> StartServer(MasterServer::Options options = LocalMasterOptions()) {
   auto server = MasterServer::Start(std::move(options));
   EXPECT_TRUE(server.ok()) << server.status();
   return server.ok() ? std::move(server).value() : nullptr;
@@ -191,7 +186,7 @@ TEST(FastRpcTest, JournalLongPollTravelsOnTheFastPath) {
 }
 
 TEST(FastRpcTest, ClientUsesGrpcWhenTheMasterHasNoFastPath) {
-  MasterServer::Options options = LocalOptions();
+  MasterServer::Options options = LocalMasterOptions();
   options.fast_rpc = false;
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
@@ -222,7 +217,7 @@ TEST(FastRpcTest, EnvironmentTurnsTheFastPathOffInTheClient) {
 }
 
 TEST(FastRpcTest, NoFastPathWithAClusterSecret) {
-  MasterServer::Options options = LocalOptions();
+  MasterServer::Options options = LocalMasterOptions();
   options.security.cluster_secret = "a-cluster-secret-of-enough-length";
   auto server = StartServer(options);
   ASSERT_NE(server, nullptr);
@@ -241,7 +236,7 @@ TEST(FastRpcTest, ClientFollowsAMasterRestartedOnAnotherFastPort) {
   first->Stop();
   first.reset();
 
-  MasterServer::Options options = LocalOptions();
+  MasterServer::Options options = LocalMasterOptions();
   options.rpc_port = rpc_port;  // same gRPC port; the fast port is a fresh free one
   auto second = StartServer(options);
   ASSERT_NE(second, nullptr);

@@ -22,10 +22,13 @@
 #include "master/leader_election.h"
 #include "master/master_server.h"
 #include "support/etcd_process.h"
+#include "support/local_master_options.h"
 #include "yuebing/common/error_code.h"
 
 namespace yuebing::master {
 namespace {
+
+using test_support::LocalMasterOptions;
 
 namespace rpc = ::yuebing::rpc;
 using std::chrono::milliseconds;
@@ -67,16 +70,8 @@ void ExpectRefuses(const MasterServer& server) {
   EXPECT_THAT(ping.message, HasSubstr("not the leader"));
 }
 
-MasterServer::Options LocalOptions() {
-  MasterServer::Options options;
-  options.rpc_host = "127.0.0.1";
-  options.rpc_port = 0;
-  options.metrics_port = 0;
-  return options;
-}
-
 TEST(MasterServerTest, ServesOnFreePortsAndStops) {
-  MasterServer::Options options = LocalOptions();
+  MasterServer::Options options = LocalMasterOptions();
   options.http_metadata_server = true;
   options.metadata_host = "127.0.0.1";
   options.metadata_port = 0;
@@ -103,9 +98,9 @@ TEST(MasterServerTest, ServesOnFreePortsAndStops) {
 }
 
 TEST(MasterServerTest, PortInUseIsUnavailable) {
-  auto first = MasterServer::Start(LocalOptions());
+  auto first = MasterServer::Start(LocalMasterOptions());
   ASSERT_TRUE(first.ok()) << first.status();
-  MasterServer::Options options = LocalOptions();
+  MasterServer::Options options = LocalMasterOptions();
   options.metrics_port = (*first)->metrics_port();
   auto second = MasterServer::Start(options);
   ASSERT_FALSE(second.ok());
@@ -114,7 +109,7 @@ TEST(MasterServerTest, PortInUseIsUnavailable) {
 }
 
 TEST(MasterServerTest, BadEtcdEndpointsAreInvalidArgument) {
-  MasterServer::Options options = LocalOptions();
+  MasterServer::Options options = LocalMasterOptions();
   options.ha = true;
   options.etcd_endpoints = "not an endpoint";
   auto server = MasterServer::Start(options);
@@ -145,7 +140,7 @@ class MasterServerHaTest : public ::testing::Test {
   }
 
   std::unique_ptr<MasterServer> StartServer() {
-    MasterServer::Options options = LocalOptions();
+    MasterServer::Options options = LocalMasterOptions();
     options.ha = true;
     options.etcd_endpoints = etcd_->endpoint();
     options.cluster_id = cluster_id_;
