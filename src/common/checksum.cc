@@ -1,16 +1,24 @@
 #include "yuebing/common/checksum.h"
 
-#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
-#include <xxhash.h>
+#include "common/xxh3_kernel.h"
 
 namespace yuebing {
 
-uint64_t ObjectChecksum(absl::Span<const absl::string_view> pieces) {
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (absl::string_view piece : pieces) XXH3_64bits_update(&state, piece.data(), piece.size());
-  const uint64_t value = XXH3_64bits_digest(&state);
+namespace {
+
+uint64_t RuleValue(const internal::Xxh3Kernel& kernel, const internal::Xxh3State& state) {
+  const uint64_t value = kernel.digest(&state);
   return value == kNoChecksum ? 1 : value;
+}
+
+}  // namespace
+
+uint64_t ObjectChecksum(absl::Span<const absl::string_view> pieces) {
+  const internal::Xxh3Kernel& kernel = internal::BestXxh3Kernel();
+  internal::Xxh3State state;
+  kernel.reset(&state);
+  for (absl::string_view piece : pieces) kernel.update(&state, piece.data(), piece.size());
+  return RuleValue(kernel, state);
 }
 
 bool ChecksumMatches(uint64_t recorded, absl::Span<const absl::string_view> pieces) {
