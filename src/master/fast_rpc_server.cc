@@ -51,8 +51,15 @@ void FastRpcServer::Serve(int fd) {
   if (options_.metrics != nullptr) options_.metrics->AddFastRpcConnections(1);
   while (!threads_.stopping()) {
     uint8_t head[rpc::kFastHeaderBytes];
-    // Idle connections wait here without a deadline; Shutdown() ends the wait.
-    if (!transport::RecvAll(fd, head, sizeof(head)).ok()) break;
+    // Idle connections wait for a frame's first bytes without a deadline (Shutdown() ends the
+    // wait); the rest of the frame must come within frame_timeout.
+    const absl::StatusOr<size_t> got = transport::RecvSome(fd, head, sizeof(head));
+    if (!got.ok()) break;
+    const auto deadline = std::chrono::steady_clock::now() + options_.frame_timeout;
+    if (*got < sizeof(head) &&
+        !transport::RecvAllUntil(fd, head + *got, sizeof(head) - *got, deadline).ok()) {
+      break;
+    }
     const std::optional<rpc::FastHeader> header = rpc::DecodeFastHeader(head);
     if (!header.has_value()) {
       YB_LOG_WARN("fast rpc: closing the connection from {}: malformed frame header",
@@ -60,7 +67,6 @@ void FastRpcServer::Serve(int fd) {
       break;
     }
     std::string request(header->length, '\0');
-    const auto deadline = std::chrono::steady_clock::now() + options_.frame_timeout;
     if (!transport::RecvAllUntil(fd, request.data(), request.size(), deadline).ok()) break;
 
     auto pending = std::make_shared<PendingCall>();

@@ -2,11 +2,11 @@
 // their frames one at a time, each on its connection's own thread, through a dispatcher (in
 // production GrpcMasterServer::ServeFast, which runs the same handler bodies as gRPC).
 //
-// A connection may stay idle for any time between calls. Once a frame's header arrived, its
-// message must arrive within frame_timeout, and its reply must leave within frame_timeout, or
-// the connection is closed. A malformed header closes the connection; a message the dispatcher
-// cannot parse gets a kBadRequest reply and the connection stays usable. At most
-// max_connections are open; more are closed at once (their clients fall back to gRPC).
+// A connection may stay idle for any time between calls. Once a frame's first byte arrived, the
+// rest of its header and its message must arrive within frame_timeout, and its reply must leave
+// within frame_timeout, or the connection is closed. A malformed header closes the connection; a
+// message the dispatcher cannot parse gets a kBadRequest reply and the connection stays usable. At
+// most max_connections are open; more are closed at once (their clients fall back to gRPC).
 //
 // Thread safety: Start/port/Shutdown from the owner. The dispatcher is called on connection
 // threads, concurrently; it must call `done` exactly once, on any thread, and the connection waits

@@ -183,6 +183,15 @@ absl::Status RecvAll(int fd, void* data, size_t length) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<size_t> RecvSome(int fd, void* data, size_t length) {
+  while (true) {
+    const ssize_t got = recv(fd, data, length, 0);
+    if (got > 0) return static_cast<size_t>(got);
+    if (got == 0) return absl::UnavailableError("connection closed by peer");
+    if (errno != EINTR) return ErrnoToStatus("recv");
+  }
+}
+
 void CloseFd(int fd) {
   if (fd >= 0) close(fd);
 }

@@ -38,6 +38,9 @@ absl::Status SendAll(int fd, const void* data, size_t length);
 
 // Receives exactly `length` bytes. Errors: kUnavailable on EOF or reset.
 absl::Status RecvAll(int fd, void* data, size_t length);
+// Receives what is there, at most `length` (> 0) bytes, waiting (without a deadline of its own)
+// until at least one byte is. Returns the count. Errors: kUnavailable on EOF or reset.
+absl::StatusOr<size_t> RecvSome(int fd, void* data, size_t length);
 
 // Closes fd if >= 0 (retrying EINTR is wrong for close; it is called once).
 void CloseFd(int fd);

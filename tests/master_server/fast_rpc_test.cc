@@ -2,8 +2,9 @@
 // store::MasterClient on 127.0.0.1. The hot calls travel as frames with the same results, metrics
 // and terms as over gRPC; the client falls back to gRPC when the master has no fast path, when
 // the environment turns it off, and while a restarted master's new port is unknown; a cluster
-// secret keeps the fast path closed; malformed frames are refused without harming the server;
-// and a call whose master does not answer ends at its deadline.
+// secret keeps the fast path closed; malformed frames are refused without harming the server, and
+// partial ones cost their connection after the frame timeout; and a call whose master does not
+// answer ends at its deadline.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -18,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "master.pb.h"
+#include "master/fast_rpc_server.h"
 #include "master/master_server.h"
 #include "rpc/fast_rpc_wire.h"
 #include "store/fast_master_channel.h"
@@ -266,6 +268,9 @@ class RawConnection {
     ASSERT_TRUE(transport::SendAll(fd_, header, rpc::kFastHeaderBytes).ok());
     ASSERT_TRUE(transport::SendAll(fd_, payload.data(), payload.size()).ok());
   }
+  void SendBytes(const std::string& bytes) {
+    ASSERT_TRUE(transport::SendAll(fd_, bytes.data(), bytes.size()).ok());
+  }
   void Send(uint8_t method, const std::string& payload) {
     uint8_t header[rpc::kFastHeaderBytes];
     rpc::EncodeFastHeader({method, rpc::FastStatus::kOk, static_cast<uint32_t>(payload.size())},
@@ -337,6 +342,40 @@ TEST(FastRpcTest, MalformedFramesAreRefusedAndTheServerKeepsServing) {
   auto exists = client->BatchExist({"k"});
   ASSERT_TRUE(exists.ok()) << exists.status();
   EXPECT_EQ(Metric(*server, "fast_rpc_frames_total"), 2);  // the raw good frame and this call
+}
+
+// A peer that sends part of a frame and stops loses its connection after frame_timeout instead
+// of holding the connection's thread; an idle connection with nothing sent is kept.
+TEST(FastRpcTest, PartialFramesAreDroppedAfterTheFrameTimeout) {
+  FastRpcServer::Options options;
+  options.frame_timeout = milliseconds(300);
+  auto server = FastRpcServer::Start(
+      "127.0.0.1", 0,
+      [](uint8_t, std::string request, FastRpcServer::Done done) {
+        done(rpc::FastStatus::kOk, std::move(request));  // echoes the message
+      },
+      options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  RawConnection idle((*server)->port());
+  uint8_t header[rpc::kFastHeaderBytes];
+  rpc::EncodeFastHeader(
+      {static_cast<uint8_t>(rpc::FastMethod::kBatchExist), rpc::FastStatus::kOk, 4}, header);
+  for (size_t sent : {size_t{1}, size_t{5}, rpc::kFastHeaderBytes + 2}) {
+    SCOPED_TRACE(sent);
+    RawConnection raw((*server)->port());
+    const std::string frame =
+        std::string(reinterpret_cast<const char*>(header), sizeof(header)) + "echo";
+    raw.SendBytes(frame.substr(0, sent));
+    const auto start = SteadyClock::now();
+    EXPECT_TRUE(raw.Closed());
+    EXPECT_GE(SteadyClock::now() - start, milliseconds(200)) << "closed before its frame timeout";
+  }
+  // The idle connection, silent for longer than the frame timeout, still gets its answer.
+  idle.Send(static_cast<uint8_t>(rpc::FastMethod::kBatchExist), "echo");
+  auto reply = idle.Receive();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, rpc::FastStatus::kOk);
+  EXPECT_EQ(reply->length, 4u);
 }
 
 TEST(FastMasterChannelTest, CallEndsAtItsDeadlineWhenTheMasterDoesNotAnswer) {
