@@ -85,8 +85,8 @@ void FastRpcServer::Serve(int fd) {
                            static_cast<uint32_t>(pending->reply.size())};
     if (pending->status != rpc::FastStatus::kOk ||
         pending->reply.size() > rpc::kFastMaxPayloadBytes) {
-      answer.status =
-          pending->status == rpc::FastStatus::kOk ? rpc::FastStatus::kBadRequest : pending->status;
+      answer.status = pending->status == rpc::FastStatus::kOk ? rpc::FastStatus::kReplyTooLarge
+                                                              : pending->status;
       answer.length = 0;
     }
     uint8_t out[rpc::kFastHeaderBytes];

@@ -35,6 +35,9 @@ enum class FastStatus : uint8_t {
   kUnknownMethod = 1,  // a method this master does not serve on the fast path
   kBadRequest = 2,     // the message did not parse
   kShuttingDown = 3,   // the master is stopping
+  // The call ran but its reply is over kFastMaxPayloadBytes: the caller must not run it again
+  // another way (the only refusal that comes after the call ran).
+  kReplyTooLarge = 4,
 };
 
 inline constexpr uint32_t kFastMagic = 0x31464259;  // "YBF1"

@@ -49,7 +49,8 @@ class FastMasterChannel {
 
   // Runs `request` as `method`, filling `reply`. Returns true when the reply came this way, false
   // when the fast path was not used (nothing sent: use gRPC). Errors (the call failed after its
-  // request may have reached the master): kDeadlineExceeded, kUnavailable, kInternal.
+  // request may have reached the master): kDeadlineExceeded, kUnavailable, kInternal, and
+  // kResourceExhausted when the call ran but its reply was too large for a frame.
   absl::StatusOr<bool> Call(rpc::FastMethod method, const google::protobuf::MessageLite& request,
                             google::protobuf::MessageLite* reply, Deadline deadline);
 

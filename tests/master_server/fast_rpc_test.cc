@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -376,6 +377,35 @@ TEST(FastRpcTest, PartialFramesAreDroppedAfterTheFrameTimeout) {
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(reply->status, rpc::FastStatus::kOk);
   EXPECT_EQ(reply->length, 4u);
+}
+
+// A call that ran but whose reply is too large for a frame fails instead of being handed to gRPC
+// to run a second time.
+TEST(FastMasterChannelTest, ReplyTooLargeIsTheCallsFailureNotAFallback) {
+  std::atomic<int> runs{0};
+  auto server = FastRpcServer::Start(
+      "127.0.0.1", 0,
+      [&runs](uint8_t, std::string, FastRpcServer::Done done) {
+        ++runs;
+        done(rpc::FastStatus::kOk, std::string(rpc::kFastMaxPayloadBytes + 1, 'x'));
+      },
+      FastRpcServer::Options{});
+  ASSERT_TRUE(server.ok()) << server.status();
+  const uint16_t port = (*server)->port();
+  store::FastMasterChannel channel("127.0.0.1",
+                                   [port](auto) { return absl::StatusOr<uint16_t>(port); });
+  rpc::BatchKeysRequest request;
+  request.add_keys("k");
+  rpc::BatchExistReply reply;
+  auto used = channel.Call(rpc::FastMethod::kBatchExist, request, &reply,
+                           SteadyClock::now() + milliseconds(5000));
+  EXPECT_EQ(used.status().code(), absl::StatusCode::kResourceExhausted) << used.status();
+  EXPECT_EQ(runs.load(), 1);
+  // The connection stays usable.
+  used = channel.Call(rpc::FastMethod::kBatchExist, request, &reply,
+                      SteadyClock::now() + milliseconds(5000));
+  EXPECT_EQ(used.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(runs.load(), 2);
 }
 
 TEST(FastMasterChannelTest, CallEndsAtItsDeadlineWhenTheMasterDoesNotAnswer) {
