@@ -4,21 +4,13 @@
 
 namespace yuebing {
 
-namespace {
-
-uint64_t RuleValue(const internal::Xxh3Kernel& kernel, const internal::Xxh3State& state) {
-  const uint64_t value = kernel.digest(&state);
-  return value == kNoChecksum ? 1 : value;
-}
-
-}  // namespace
-
 uint64_t ObjectChecksum(absl::Span<const absl::string_view> pieces) {
   const internal::Xxh3Kernel& kernel = internal::BestXxh3Kernel();
   internal::Xxh3State state;
   kernel.reset(&state);
   for (absl::string_view piece : pieces) kernel.update(&state, piece.data(), piece.size());
-  return RuleValue(kernel, state);
+  const uint64_t value = kernel.digest(&state);
+  return value == kNoChecksum ? 1 : value;
 }
 
 bool ChecksumMatches(uint64_t recorded, absl::Span<const absl::string_view> pieces) {

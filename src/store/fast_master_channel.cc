@@ -141,13 +141,12 @@ absl::StatusOr<bool> FastMasterChannel::Call(rpc::FastMethod method,
   }
   if (header->status != rpc::FastStatus::kOk) {
     if (header->length != 0) return fail(absl::InternalError("refusal with a payload"));
+    Release(fd, /*answered=*/false);
     if (header->status == rpc::FastStatus::kReplyTooLarge) {
-      Release(fd, /*answered=*/false);
       return absl::ResourceExhaustedError(absl::StrCat("fast path to ", host_,
                                                        ": the call ran but its reply is over ",
                                                        rpc::kFastMaxPayloadBytes, " bytes"));
     }
-    Release(fd, /*answered=*/false);
     return false;  // refused unprocessed: the call goes by gRPC
   }
   std::string payload(header->length, '\0');
