@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/buffered_socket_reader.h"
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
 #include "transport/wire_format.h"
@@ -43,6 +44,13 @@ class TcpPeer::Connection {
 };
 
 namespace {
+
+// A burst: slices of at most kBurstSliceBytes each, queued back to back, sent in one sendmsg; at
+// most kBurstSlices of them and kBurstBytes in all (larger slices go one per send, so that the
+// pool's connections share them).
+constexpr uint64_t kBurstSliceBytes = 64 << 10;
+constexpr size_t kBurstSlices = 32;
+constexpr uint64_t kBurstBytes = 256 << 10;
 
 absl::Status ReplyToStatus(WireStatus status, const std::string& segment) {
   std::string message = absl::StrCat(WireStatusText(status), " (segment ", segment, ")");
@@ -133,31 +141,54 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
     if (conn == nullptr) return false;
     inflight_bytes_ += slice.length;
   }
-  absl::Status status = SendSlice(conn.get(), slice);
+  absl::Status status = SendSlices(conn.get(), &slice, 1);
   conn->send_mu.Unlock();
   if (!status.ok()) Abort(conn.get(), status);
   return true;
 }
 
-// Requires conn->send_mu held. The slice is in the fifo before its first byte is sent, so the
-// receiver's cleanup finishes it whatever happens to the send.
-absl::Status TcpPeer::SendSlice(Connection* conn, TcpSlice& slice) {
-  slice.request_id = conn->next_request_id++;
+// The slices are in the fifo before their first byte is sent, so the receiver's cleanup finishes
+// them whatever happens to the send.
+absl::Status TcpPeer::SendSlices(Connection* conn, TcpSlice* slices, size_t count) {
+  YB_CHECK(count > 0 && count <= kBurstSlices, "a send carries 1 to kBurstSlices slices");
+  uint8_t headers[kBurstSlices][kFrameHeaderBytes];
+  iovec iov[2 * kBurstSlices];
+  int iovcnt = 0;
   {
     yuebing::MutexLock lock(&conn->fifo_mu);
-    conn->fifo.push_back(slice);
+    for (size_t i = 0; i < count; ++i) {
+      TcpSlice& slice = slices[i];
+      slice.request_id = conn->next_request_id++;
+      conn->fifo.push_back(slice);
+      FrameHeader header;
+      header.type = slice.opcode == OpCode::kWrite ? FrameType::kWrite : FrameType::kRead;
+      header.request_id = slice.request_id;
+      header.addr = slice.remote_addr;
+      header.length = slice.length;
+      EncodeFrameHeader(header, headers[i]);
+      iov[iovcnt++] = {headers[i], kFrameHeaderBytes};
+      if (slice.opcode == OpCode::kWrite) iov[iovcnt++] = {slice.local, slice.length};
+    }
   }
-  FrameHeader header;
-  header.type = slice.opcode == OpCode::kWrite ? FrameType::kWrite : FrameType::kRead;
-  header.request_id = slice.request_id;
-  header.addr = slice.remote_addr;
-  header.length = slice.length;
-  uint8_t bytes[kFrameHeaderBytes];
-  EncodeFrameHeader(header, bytes);
-  iovec iov[2] = {{bytes, kFrameHeaderBytes}, {slice.local, slice.length}};
-  absl::Status sent = SendAll(conn->fd, iov, slice.opcode == OpCode::kWrite ? 2 : 1);
-  conn->sent_through.store(slice.request_id, std::memory_order_release);
+  absl::Status sent = SendAll(conn->fd, iov, iovcnt);
+  conn->sent_through.store(slices[count - 1].request_id, std::memory_order_release);
   return sent;
+}
+
+void TcpPeer::TakeBurstLocked(std::vector<TcpSlice>& burst) {
+  uint64_t bytes = 0;
+  do {
+    const TcpSlice& next = queue_.front();
+    if (!burst.empty() && (next.length > kBurstSliceBytes || burst.size() >= kBurstSlices ||
+                           bytes + next.length > kBurstBytes ||
+                           inflight_bytes_ + next.length > options_.max_inflight_bytes)) {
+      break;
+    }
+    bytes += next.length;
+    inflight_bytes_ += next.length;
+    burst.push_back(next);
+    queue_.pop_front();
+  } while (!queue_.empty() && burst.front().length <= kBurstSliceBytes);
 }
 
 void TcpPeer::Abort(Connection* conn, const absl::Status& reason) {
@@ -222,8 +253,10 @@ void TcpPeer::SenderLoop(Connection* conn) {
     conn->receiver_done = false;
     conn->receiver = std::thread(&TcpPeer::ReceiverLoop, this, conn);
   }
+  std::vector<TcpSlice> burst;
+  burst.reserve(kBurstSlices);
   while (true) {
-    TcpSlice slice;
+    burst.clear();
     {
       yuebing::MutexLock lock(&mu_);
       struct Args {
@@ -235,9 +268,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
                ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->peer->SenderMayProceed(a->conn); },
           &args));
       if (stopping_ || conn->broken) break;
-      slice = queue_.front();
-      queue_.pop_front();
-      inflight_bytes_ += slice.length;
+      TakeBurstLocked(burst);
     }
     absl::Status send_status;
     bool requeue = false;
@@ -246,13 +277,15 @@ void TcpPeer::SenderLoop(Connection* conn) {
       if (conn->broken) {
         requeue = true;
       } else {
-        send_status = SendSlice(conn, slice);
+        send_status = SendSlices(conn, burst.data(), burst.size());
       }
     }
     if (requeue) {
       yuebing::MutexLock lock(&mu_);
-      inflight_bytes_ -= slice.length;
-      queue_.push_front(slice);
+      for (auto it = burst.rbegin(); it != burst.rend(); ++it) {
+        inflight_bytes_ -= it->length;
+        queue_.push_front(*it);
+      }
       break;
     }
     if (!send_status.ok()) {
@@ -266,9 +299,19 @@ void TcpPeer::SenderLoop(Connection* conn) {
 
 void TcpPeer::ReceiverLoop(Connection* conn) {
   absl::Status reason;
+  BufferedSocketReader reader(conn->fd);
   while (true) {
     uint8_t bytes[kFrameHeaderBytes];
-    reason = RecvAll(conn->fd, bytes, kFrameHeaderBytes);
+    // Read ahead when the oldest request's reply is small: the replies behind it may be there too.
+    bool small_reply = true;
+    {
+      yuebing::MutexLock lock(&conn->fifo_mu);
+      if (!conn->fifo.empty()) {
+        const TcpSlice& oldest = conn->fifo.front();
+        small_reply = oldest.opcode == OpCode::kWrite || oldest.length <= kReadAheadPayloadBytes;
+      }
+    }
+    reason = reader.Read(bytes, kFrameHeaderBytes, /*read_ahead=*/small_reply);
     if (!reason.ok()) break;
     absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
     if (!header.ok()) {
@@ -294,7 +337,8 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
       break;
     }
     if (payload_follows) {
-      reason = RecvAll(conn->fd, slice.local, slice.length);
+      reason = reader.Read(slice.local, slice.length,
+                           /*read_ahead=*/slice.length <= kReadAheadPayloadBytes);
       if (!reason.ok()) break;
     }
     // The target replies to a write only after reading its payload, but the sending thread may

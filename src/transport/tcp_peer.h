@@ -1,6 +1,8 @@
 // The initiator side of the TCP transport for one target segment: a bounded queue of slices, a
 // pool of connections that pull from it, pipelined frames on each connection (replies come back in
-// order), and a bound on bytes in flight. Payloads go straight between the socket and the
+// order), and a bound on bytes in flight. A connection takes small slices queued back to back as
+// one burst and sends their frames in one sendmsg; replies are read through a small buffer, so a
+// run of small replies costs one recv. Larger payloads go straight between the socket and the
 // request's memory (no staging copy).
 //
 // Lifetime: a slice's task is finished exactly once, by whichever thread last touched its memory:
@@ -85,7 +87,11 @@ class TcpPeer {
 
   void SenderLoop(Connection* conn);
   void ReceiverLoop(Connection* conn);
-  absl::Status SendSlice(Connection* conn, TcpSlice& slice);
+  // Requires conn->send_mu. Sends the slices' frames in one sendmsg (ids assigned, in the fifo).
+  absl::Status SendSlices(Connection* conn, TcpSlice* slices, size_t count);
+  // Pops the queue's front slice and, when it is small, the small slices right behind it, within
+  // the burst limits and the bound on bytes in flight (counted in); at least one slice.
+  void TakeBurstLocked(std::vector<TcpSlice>& burst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Abort(Connection* conn, const absl::Status& reason);
   bool TrySendInline(TcpSlice& slice);
   void CleanUpConnection(Connection* conn, const absl::Status& reason);

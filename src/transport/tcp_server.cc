@@ -6,9 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "transport/buffered_socket_reader.h"
+#include "transport/reply_batch.h"
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
 #include "transport/wire_format.h"
@@ -19,18 +20,10 @@
 namespace yuebing::transport {
 namespace {
 
-constexpr size_t kDrainChunkBytes = 64 << 10;
-
 absl::Status SendReply(int fd, FrameType type, WireStatus status, const FrameHeader& request,
                        const void* payload, uint64_t payload_length) {
-  FrameHeader reply;
-  reply.type = type;
-  reply.status = status;
-  reply.request_id = request.request_id;
-  reply.addr = request.addr;
-  reply.length = payload_length;
   uint8_t bytes[kFrameHeaderBytes];
-  EncodeFrameHeader(reply, bytes);
+  EncodeReplyHeader(type, status, request, payload_length, bytes);
   iovec iov[2] = {{bytes, kFrameHeaderBytes},
                   {const_cast<void*>(payload), static_cast<size_t>(payload_length)}};
   return SendAll(fd, iov, payload_length > 0 ? 2 : 1);
@@ -60,16 +53,6 @@ FrameType ReplyTypeOf(FrameType request) {
     default:
       return FrameType::kDescribeReply;
   }
-}
-
-absl::Status Drain(int fd, uint64_t length) {
-  std::vector<char> scratch(std::min<uint64_t>(length, kDrainChunkBytes));
-  while (length > 0) {
-    size_t chunk = std::min<uint64_t>(length, scratch.size());
-    YB_RETURN_IF_ERROR(RecvAll(fd, scratch.data(), chunk));
-    length -= chunk;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -163,6 +146,9 @@ void TcpServer::ServeConnection(int fd) {
   bool bounded = true;  // reads are bounded by the handshake deadline until the connection is in
   bool greeted = false;
   absl::Status status;
+  // Used once the connection is in (the handshake reads the socket itself, unbuffered).
+  BufferedSocketReader reader(fd);
+  ReplyBatch replies;
   while (!threads_.stopping()) {
     uint8_t bytes[kFrameHeaderBytes];
     if (bounded) {
@@ -172,8 +158,8 @@ void TcpServer::ServeConnection(int fd) {
                     needs_auth ? "authentication" : "request", options_.handshake_timeout.count());
       }
     } else {
-      if (!WaitReadable(fd)) break;
-      status = RecvAll(fd, bytes, kFrameHeaderBytes);
+      if (reader.buffered() == 0 && !WaitReadable(fd)) break;
+      status = reader.Read(bytes, kFrameHeaderBytes, /*read_ahead=*/true);
     }
     if (!status.ok()) break;
     absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
@@ -206,10 +192,15 @@ void TcpServer::ServeConnection(int fd) {
       break;
     }
     bounded = false;
+    const bool batched = header->type == FrameType::kRead || header->type == FrameType::kWrite;
+    if (!batched && !replies.empty()) {
+      status = replies.Send(fd);
+      if (!status.ok()) break;
+    }
     switch (header->type) {
       case FrameType::kHello: {
         std::string name(header->length, '\0');
-        status = RecvAll(fd, name.data(), name.size());
+        status = reader.Read(name.data(), name.size(), /*read_ahead=*/false);
         if (!status.ok()) break;
         bool ok = name == segment_name_ && (header->addr == 0 || header->addr == epoch_);
         FrameHeader echo = *header;
@@ -228,7 +219,7 @@ void TcpServer::ServeConnection(int fd) {
       }
       case FrameType::kRdmaConnect: {
         std::string request(header->length, '\0');
-        status = RecvAll(fd, request.data(), request.size());
+        status = reader.Read(request.data(), request.size(), /*read_ahead=*/false);
         if (!status.ok()) break;
         absl::StatusOr<std::string> reply =
             !greeted        ? absl::FailedPreconditionError("RDMA_CONNECT before HELLO")
@@ -249,14 +240,14 @@ void TcpServer::ServeConnection(int fd) {
         if (pin.ok()) {
           YB_CHECK(pin->Covers(header->addr, header->length),
                    "a WRITE lands inside the buffer the registry pinned for it");
-          status = RecvAll(fd, reinterpret_cast<void*>(header->addr), header->length);
+          status = reader.Read(reinterpret_cast<void*>(header->addr), header->length,
+                               /*read_ahead=*/header->length <= kReadAheadPayloadBytes);
         } else {
-          status = Drain(fd, header->length);
+          status = reader.Skip(header->length);
         }
         if (status.ok()) {
-          status =
-              SendReply(fd, FrameType::kWriteReply,
-                        pin.ok() ? WireStatus::kOk : WireStatus::kOutOfRange, *header, nullptr, 0);
+          replies.Add(FrameType::kWriteReply, pin.ok() ? WireStatus::kOk : WireStatus::kOutOfRange,
+                      *header);
         }
         break;
       }
@@ -269,17 +260,16 @@ void TcpServer::ServeConnection(int fd) {
         if (pin.ok()) {
           YB_CHECK(pin->Covers(header->addr, header->length),
                    "a READ comes from inside the buffer the registry pinned for it");
-          status = SendReply(fd, FrameType::kReadReply, WireStatus::kOk, *header,
-                             reinterpret_cast<const void*>(header->addr), header->length);
+          replies.AddRead(*header, reinterpret_cast<const void*>(header->addr), header->length,
+                          *std::move(pin));
         } else {
-          status =
-              SendReply(fd, FrameType::kReadReply, WireStatus::kOutOfRange, *header, nullptr, 0);
+          replies.Add(FrameType::kReadReply, WireStatus::kOutOfRange, *header);
         }
         break;
       }
       case FrameType::kReadObject: {
         std::string key(header->length, '\0');
-        status = RecvAll(fd, key.data(), key.size());
+        status = reader.Read(key.data(), key.size(), /*read_ahead=*/false);
         if (!status.ok()) break;
         if (!greeted) {
           status = absl::FailedPreconditionError("READ_OBJECT before HELLO");
@@ -293,6 +283,12 @@ void TcpServer::ServeConnection(int fd) {
         break;
     }
     if (!status.ok()) break;
+    // The batch goes out once no complete request is buffered behind it: the initiator may be
+    // waiting for these replies before it sends more.
+    if (!replies.empty() && (reader.buffered() < kFrameHeaderBytes || replies.full())) {
+      status = replies.Send(fd);
+      if (!status.ok()) break;
+    }
   }
   if (!status.ok() && status.code() != absl::StatusCode::kUnavailable) {
     YB_LOG_DEBUG("closing connection: {}", status.ToString());
