@@ -11,6 +11,10 @@ contributes --store-size of memory), then a client process that runs rounds of
 with --batch objects of each --sizes value per call, and prints throughput and per-call latency
 side by side. Objects are removed after each round, so the store never fills up.
 
+In the same run it measures a ceiling: one raw loopback TCP stream (`yuebing-bench socket`, the
+project's raw-socket baseline) sending buffers of each size, and names the rows where twice
+upstream's rate is above that ceiling (a store over TCP on this host cannot be expected there).
+
 Backends:
   yuebing      this repository's package (pip install .) with the binaries of --build-dir;
                same-host shared memory is switched off (YUEBING_ENABLE_SHM=0): data goes over TCP
@@ -311,6 +315,29 @@ def run_backend(backend: str, args) -> Optional[dict]:
             c.stop()
 
 
+def raw_tcp_stream_mib_s(size: int, args) -> Optional[float]:
+    """One loopback TCP stream of `size`-byte sends for 2 s (yuebing-bench socket); None on failure."""
+    bench = Path(args.build_dir) / "bench" / "yuebing-bench"
+    if not bench.exists():
+        print(f"no {bench}: raw TCP ceiling skipped", file=sys.stderr)
+        return None
+    port = free_port()
+    server = subprocess.Popen([str(bench), "socket", "--mode=server", f"--port={port}",
+                               "--duration=30"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        client = subprocess.run([str(bench), "socket", "--mode=client", f"--port={port}",
+                                 f"--block_size={size}", "--duration=2", "--report=json"],
+                                capture_output=True, text=True, timeout=60)
+        if client.returncode != 0:
+            print(f"raw TCP stream of {human(size)} failed: {client.stderr[-500:]}", file=sys.stderr)
+            return None
+        return json.loads(client.stdout.strip().splitlines()[-1])["gbps"] * 1e9 / (1 << 20)
+    finally:
+        server.kill()
+        server.wait()
+
+
 def merge_runs(runs: List[dict]) -> dict:
     """One result per backend: the median over repeated runs of each figure."""
     def median(values):
@@ -327,6 +354,21 @@ def merge_runs(runs: List[dict]) -> dict:
         merged["rows"].append(out)
     merged["runs"] = len(runs)
     return merged
+
+
+def report_ceiling(results: List[dict], ceiling: Dict[int, float], args) -> None:
+    """Prints the raw TCP stream per size and the rows where 2x upstream is above it."""
+    if not ceiling:
+        return
+    print(f"\nraw loopback TCP stream (yuebing-bench socket, one connection, 2 s, median of "
+          f"{args.repeat}): " + ", ".join(f"{human(n)} {v:.0f} MiB/s" for n, v in ceiling.items()))
+    upstream = next((r for r in results if r["backend"] == "mooncake"), None)
+    if upstream is None:
+        return
+    above = [f"{row['op']} {human(row['size'])} (2x = {2 * row['mib_s']:.0f})"
+             for row in upstream["rows"]
+             if row["size"] in ceiling and 2 * row["mib_s"] > ceiling[row["size"]]]
+    print("rows where 2x upstream is above the raw TCP stream: " + (", ".join(above) or "none"))
 
 
 def report(results: List[dict], args) -> None:
@@ -383,6 +425,8 @@ def main() -> None:
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--timeout", type=float, default=900, help="seconds per backend")
     p.add_argument("--json", default="", help="also write the results to this file")
+    p.add_argument("--no-ceiling", action="store_true",
+                   help="skip the raw loopback TCP stream measured per size")
     args = p.parse_args()
 
     if args.role == "worker":
@@ -402,16 +446,25 @@ def main() -> None:
               file=sys.stderr)
         backends.remove("mooncake")
     runs: Dict[str, List[dict]] = {b: [] for b in backends}
+    sizes = [parse_size(s) for s in args.sizes.split(",") if s]
+    streams: Dict[int, List[float]] = {n: [] for n in sizes}
     for repeat in range(args.repeat):  # backends alternate, so drifts of the machine hit all
         for backend in backends:
             print(f"[{backend}] run {repeat + 1}/{args.repeat} ...", file=sys.stderr, flush=True)
             result = run_backend(backend, args)
             if result is not None:
                 runs[backend].append(result)
+        if not args.no_ceiling:
+            for n in sizes:
+                rate = raw_tcp_stream_mib_s(n, args)
+                if rate is not None:
+                    streams[n].append(rate)
     results = [merge_runs(r) for r in runs.values() if r]
     if not results:
         raise SystemExit("no backend produced results")
     report(results, args)
+    ceiling = {n: sorted(v)[len(v) // 2] for n, v in streams.items() if v}
+    report_ceiling(results, ceiling, args)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 
