@@ -303,7 +303,9 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
   while (true) {
     uint8_t bytes[kFrameHeaderBytes];
     // Read ahead when the oldest request's reply is small: the replies behind it may be there too.
-    bool small_reply = true;
+    // Not on an idle connection: the next reply may be a large payload, which is better received
+    // straight into its memory.
+    bool small_reply = false;
     {
       yuebing::MutexLock lock(&conn->fifo_mu);
       if (!conn->fifo.empty()) {

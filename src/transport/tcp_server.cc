@@ -148,6 +148,9 @@ void TcpServer::ServeConnection(int fd) {
   absl::Status status;
   // Used once the connection is in (the handshake reads the socket itself, unbuffered).
   BufferedSocketReader reader(fd);
+  // A header is read ahead (taking what follows it) unless the last frame was a large WRITE: a
+  // stream of those is better received straight into memory than partly through the buffer.
+  bool read_ahead = true;
   ReplyBatch replies;
   while (!threads_.stopping()) {
     uint8_t bytes[kFrameHeaderBytes];
@@ -159,7 +162,7 @@ void TcpServer::ServeConnection(int fd) {
       }
     } else {
       if (reader.buffered() == 0 && !WaitReadable(fd)) break;
-      status = reader.Read(bytes, kFrameHeaderBytes, /*read_ahead=*/true);
+      status = reader.Read(bytes, kFrameHeaderBytes, read_ahead);
     }
     if (!status.ok()) break;
     absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
@@ -192,6 +195,7 @@ void TcpServer::ServeConnection(int fd) {
       break;
     }
     bounded = false;
+    read_ahead = header->type != FrameType::kWrite || header->length <= kReadAheadPayloadBytes;
     const bool batched = header->type == FrameType::kRead || header->type == FrameType::kWrite;
     if (!batched && !replies.empty()) {
       status = replies.Send(fd);
