@@ -13,6 +13,9 @@
 #                   $WORK/NAME.log) and waits (30 s at most) until it is ready
 #   json_field JSON KEY             prints KEY's value from a one-line JSON report
 #   median "V1 V2 ..."              prints the median (the lower middle for an even count)
+# and, when sourced, warns on stderr about yuebing processes that are already running: a benchmark
+# shares the CPUs with them (on 2026-12-07 idle clusters left over from profiling skewed a
+# morning's figures).
 WORK=$(mktemp -d)
 PIDS=()
 CLEANUP_PATHS=()
@@ -54,3 +57,9 @@ cleanup() {
   rm -rf "$WORK" "${CLEANUP_PATHS[@]}"
 }
 trap cleanup EXIT
+# (bench/stray_processes.py is the Python benchmarks' copy of this check.)
+if stray=$(pgrep -r R,S,D -d ' ' '^(yuebing-(master|store|bench|client)|mooncake_master)$' \
+  2>/dev/null); then
+  echo "warning: processes of a cluster already running (pids $stray): this run's figures share" \
+    "the CPUs with them" >&2
+fi

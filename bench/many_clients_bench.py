@@ -33,6 +33,7 @@ from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from python_store_bench import Child, free_port, parse_size  # noqa: E402
+from stray_processes import warn_stray_processes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 KEYS_PER_S_TARGET = 1_000_000
@@ -114,6 +115,7 @@ def main() -> int:
     parser.add_argument("--store-size", default="3GB")
     parser.add_argument("--transports", default="tcp,shm")
     args = parser.parse_args()
+    warn_stray_processes()
     build = Path(args.build_dir)
     sizes = [s for s in args.sizes.split(",") if s]
     failed = False

@@ -40,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from stray_processes import warn_stray_processes
+
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM_PACKAGE = "mooncake-transfer-engine-non-cuda"
 OPS = ["put_batch", "get_batch", "batch_put_from", "batch_get_into", "put", "get"]
@@ -433,6 +435,7 @@ def main() -> None:
         return run_worker(args)
     if args.role == "holder":
         return run_holder(args)
+    warn_stray_processes()
 
     if args.install_upstream and not (Path(args.upstream_dir) / "mooncake" / "store.so").exists():
         subprocess.check_call([args.python, "-m", "pip", "install", "--quiet",
