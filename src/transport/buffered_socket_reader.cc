@@ -12,6 +12,16 @@ namespace yuebing::transport {
 BufferedSocketReader::BufferedSocketReader(int fd, size_t capacity)
     : fd_(fd), capacity_(capacity), buffer_(new char[capacity]) {}
 
+void BufferedSocketReader::Consume(size_t length) {
+  begin_ += length;
+  if (begin_ == end_) begin_ = end_ = 0;
+}
+
+void BufferedSocketReader::Take(char* out, size_t length) {
+  std::memcpy(out, buffer_.get() + begin_, length);
+  Consume(length);
+}
+
 absl::Status BufferedSocketReader::Fill(size_t length) {
   if (capacity_ - begin_ < length) {  // move what is left to the front to make room
     std::memmove(buffer_.get(), buffer_.get() + begin_, end_ - begin_);
@@ -29,16 +39,12 @@ absl::Status BufferedSocketReader::Read(void* data, size_t length, bool read_ahe
   if (length == 0) return absl::OkStatus();
   char* out = static_cast<char*>(data);
   const size_t from_buffer = std::min(length, buffered());
-  std::memcpy(out, buffer_.get() + begin_, from_buffer);
-  begin_ += from_buffer;
-  if (begin_ == end_) begin_ = end_ = 0;
+  Take(out, from_buffer);
   const size_t rest = length - from_buffer;
   if (rest == 0) return absl::OkStatus();
   if (!read_ahead || rest >= capacity_) return RecvAll(fd_, out + from_buffer, rest);
   YB_RETURN_IF_ERROR(Fill(rest));
-  std::memcpy(out + from_buffer, buffer_.get() + begin_, rest);
-  begin_ += rest;
-  if (begin_ == end_) begin_ = end_ = 0;
+  Take(out + from_buffer, rest);
   return absl::OkStatus();
 }
 
@@ -46,9 +52,8 @@ absl::Status BufferedSocketReader::Skip(uint64_t length) {
   while (length > 0) {
     if (buffered() == 0) YB_RETURN_IF_ERROR(Fill(1));
     const size_t used = static_cast<size_t>(std::min<uint64_t>(length, buffered()));
-    begin_ += used;
+    Consume(used);
     length -= used;
-    if (begin_ == end_) begin_ = end_ = 0;
   }
   return absl::OkStatus();
 }

@@ -42,6 +42,10 @@ class BufferedSocketReader {
  private:
   // Receives until at least `length` (<= capacity) bytes are buffered.
   absl::Status Fill(size_t length);
+  // Drops the first `length` (<= buffered()) buffered bytes; an empty buffer starts over at 0.
+  void Consume(size_t length);
+  // Copies the first `length` (<= buffered()) buffered bytes to `out` and drops them.
+  void Take(char* out, size_t length);
 
   const int fd_;
   const size_t capacity_;

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -297,22 +298,24 @@ void TcpPeer::SenderLoop(Connection* conn) {
   conn->sender_done = true;
 }
 
+std::optional<TcpSlice> TcpPeer::OldestInFlight(Connection* conn) {
+  yuebing::MutexLock lock(&conn->fifo_mu);
+  if (conn->fifo.empty()) return std::nullopt;
+  return conn->fifo.front();
+}
+
 void TcpPeer::ReceiverLoop(Connection* conn) {
   absl::Status reason;
   BufferedSocketReader reader(conn->fd);
   while (true) {
     uint8_t bytes[kFrameHeaderBytes];
-    // Read ahead when the oldest request's reply is small: the replies behind it may be there too.
-    // Not on an idle connection: the next reply may be a large payload, which is better received
-    // straight into its memory.
-    bool small_reply = false;
-    {
-      yuebing::MutexLock lock(&conn->fifo_mu);
-      if (!conn->fifo.empty()) {
-        const TcpSlice& oldest = conn->fifo.front();
-        small_reply = oldest.opcode == OpCode::kWrite || oldest.length <= kReadAheadPayloadBytes;
-      }
-    }
+    // The oldest request in flight, if any yet. Only this thread pops the fifo, so a front seen
+    // now is still the front when the next reply comes. Read ahead when its reply is small: the
+    // replies behind it may be there too. Not on an idle connection: the next reply may be a
+    // large payload, which is better received straight into its memory.
+    std::optional<TcpSlice> oldest = OldestInFlight(conn);
+    const bool small_reply = oldest.has_value() && (oldest->opcode == OpCode::kWrite ||
+                                                    oldest->length <= kReadAheadPayloadBytes);
     reason = reader.Read(bytes, kFrameHeaderBytes, /*read_ahead=*/small_reply);
     if (!reason.ok()) break;
     absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
@@ -320,15 +323,12 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
       reason = absl::InternalError(absl::StrCat("bad reply frame: ", header.status().message()));
       break;
     }
-    TcpSlice slice;
-    {
-      yuebing::MutexLock lock(&conn->fifo_mu);
-      if (conn->fifo.empty()) {
-        reason = absl::InternalError("reply without a request");
-        break;
-      }
-      slice = conn->fifo.front();
+    if (!oldest.has_value()) oldest = OldestInFlight(conn);
+    if (!oldest.has_value()) {
+      reason = absl::InternalError("reply without a request");
+      break;
     }
+    const TcpSlice slice = *oldest;
     FrameType expected =
         slice.opcode == OpCode::kWrite ? FrameType::kWriteReply : FrameType::kReadReply;
     bool payload_follows =

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,6 +88,8 @@ class TcpPeer {
 
   void SenderLoop(Connection* conn);
   void ReceiverLoop(Connection* conn);
+  // The oldest sent request whose reply has not been read (a copy), or nullopt.
+  static std::optional<TcpSlice> OldestInFlight(Connection* conn);
   // Requires conn->send_mu. Sends the slices' frames in one sendmsg (ids assigned, in the fifo).
   absl::Status SendSlices(Connection* conn, TcpSlice* slices, size_t count);
   // Pops the queue's front slice and, when it is small, the small slices right behind it, within
