@@ -4,8 +4,10 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
@@ -36,8 +38,16 @@ bool StillIdle(int fd) {
 
 }  // namespace
 
-FastMasterChannel::FastMasterChannel(std::string host, PortLookup lookup)
-    : host_(std::move(host)), lookup_(std::move(lookup)) {}
+std::chrono::microseconds MasterReplySpinFromEnvironment() {
+  const char* env = std::getenv(kMasterReplySpinEnv);
+  int64_t us = 0;
+  if (env == nullptr || !absl::SimpleAtoi(env, &us) || us < 0) return kDefaultMasterReplySpin;
+  return std::chrono::microseconds(std::min<int64_t>(us, 1000000));
+}
+
+FastMasterChannel::FastMasterChannel(std::string host, PortLookup lookup,
+                                     std::chrono::microseconds reply_spin)
+    : host_(std::move(host)), lookup_(std::move(lookup)), reply_spin_(reply_spin) {}
 
 FastMasterChannel::~FastMasterChannel() {
   yuebing::MutexLock lock(&mu_);
@@ -132,6 +142,7 @@ absl::StatusOr<bool> FastMasterChannel::Call(rpc::FastMethod method,
     return fail(sent);
   }
   uint8_t head[rpc::kFastHeaderBytes];
+  reply_spin_.Wait(fd);
   if (absl::Status got = transport::RecvAllUntil(fd, head, sizeof(head), deadline); !got.ok()) {
     return fail(got);
   }

@@ -64,7 +64,8 @@ std::shared_ptr<FastMasterChannel> FastPath(const std::string& address,
     if (reply.fast_rpc_port() > 0xffff) return absl::InternalError("fast rpc port out of range");
     return static_cast<uint16_t>(reply.fast_rpc_port());
   };
-  return std::make_shared<FastMasterChannel>(host_port->host, std::move(lookup));
+  return std::make_shared<FastMasterChannel>(host_port->host, std::move(lookup),
+                                             MasterReplySpinFromEnvironment());
 }
 
 MasterConnection Connect(const std::string& address, const MasterRpcSecurity& security) {

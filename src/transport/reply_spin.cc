@@ -1,0 +1,48 @@
+#include "transport/reply_spin.h"
+
+#include <sched.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace yuebing::transport {
+
+bool SpinUntilReadable(int fd, std::chrono::microseconds spin) {
+  if (spin.count() <= 0) return false;
+  const auto until = std::chrono::steady_clock::now() + spin;
+  while (true) {
+    char byte;
+    const ssize_t got = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (got >= 0) return true;  // a byte, or EOF
+    // An error the reader will report.
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;
+    if (std::chrono::steady_clock::now() >= until) return false;
+    sched_yield();
+  }
+}
+
+std::chrono::microseconds AdaptiveSpin::Next() {
+  if (budget_.count() <= 0) return std::chrono::microseconds(0);
+  if (score_.load(std::memory_order_relaxed) >= kScoreToPoll) return budget_;
+  if (skipped_.fetch_add(1, std::memory_order_relaxed) % kProbeEvery == kProbeEvery - 1) {
+    return budget_;
+  }
+  return std::chrono::microseconds(0);
+}
+
+void AdaptiveSpin::Record(bool answered) {
+  // Moves the score 1/8 of the way to kScoreOne (answered) or to 0. Concurrent callers may lose
+  // an update; the score only steers polling, so an approximate one is enough.
+  const uint32_t old = score_.load(std::memory_order_relaxed);
+  score_.store(answered ? old + (kScoreOne - old) / 8 : old - old / 8, std::memory_order_relaxed);
+}
+
+bool AdaptiveSpin::Wait(int fd) {
+  const std::chrono::microseconds spin = Next();
+  if (spin.count() <= 0) return false;
+  const bool answered = SpinUntilReadable(fd, spin);
+  Record(answered);
+  return answered;
+}
+
+}  // namespace yuebing::transport
