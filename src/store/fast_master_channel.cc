@@ -142,7 +142,9 @@ absl::StatusOr<bool> FastMasterChannel::Call(rpc::FastMethod method,
     return fail(sent);
   }
   uint8_t head[rpc::kFastHeaderBytes];
-  reply_spin_.Wait(fd);
+  // A journal long poll is answered when there is news, often seconds later: polling for it would
+  // burn the CPU and, as a miss, stop the polling of the calls that are answered at once.
+  if (method != rpc::FastMethod::kPullJournal) reply_spin_.Wait(fd);
   if (absl::Status got = transport::RecvAllUntil(fd, head, sizeof(head), deadline); !got.ok()) {
     return fail(got);
   }

@@ -13,7 +13,7 @@
 //
 // Waiting for a reply: the caller polls the connection for up to `reply_spin` before sleeping on
 // it, while such polls keep being answered (transport/reply_spin.h); a reply costs a sleeping
-// caller a wake-up of tens of microseconds on a virtual machine.
+// caller a wake-up of tens of microseconds on a virtual machine. Not for PullJournal, a long poll.
 //
 // Deadlines: connecting, sending (SO_SNDTIMEO) and receiving are bounded by the call's deadline.
 // Thread safety: all methods may be called from any thread at once.
