@@ -328,7 +328,7 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
       reason = absl::InternalError("reply without a request");
       break;
     }
-    const TcpSlice slice = *oldest;
+    const TcpSlice& slice = *oldest;
     FrameType expected =
         slice.opcode == OpCode::kWrite ? FrameType::kWriteReply : FrameType::kReadReply;
     bool payload_follows =
