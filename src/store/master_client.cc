@@ -391,7 +391,9 @@ void MasterClient::ReleaseLeases(std::vector<uint64_t> lease_ids) {
     releases_.clear();  // granted by a master that no longer leads
     releases_term_ = term;
   }
+  if (releases_.empty()) releases_since_ = std::chrono::steady_clock::now();
   releases_.insert(releases_.end(), lease_ids.begin(), lease_ids.end());
+  ++releases_queued_;
 }
 
 std::vector<uint64_t> MasterClient::TakeReleasesLocked() {
@@ -420,34 +422,46 @@ void MasterClient::AttachReleases(Ids* ids) {
   for (uint64_t id : TakeReleasesLocked()) ids->Add(id);
 }
 
+// While calls keep going out, they carry the releases and this thread sleeps on a timer: it is
+// not woken by each release queued or taken (two wake-ups per read otherwise, each a futex call on
+// the reader's path and a thread competing for the CPU). It sleeps untimed only after a period in
+// which nothing was queued.
 void MasterClient::FlushLoop() {
-  const yuebing::Condition wake(
+  const yuebing::Condition stop_or_queued(
       +[](MasterClient* self)
            ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->stopping_ || !self->releases_.empty(); },
       this);
-  const yuebing::Condition stop_or_taken(
-      +[](MasterClient* self)
-           ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->stopping_ || self->releases_.empty(); },
-      this);
+  const yuebing::Condition stop(
+      +[](MasterClient* self) ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->stopping_; }, this);
   yuebing::MutexLock lock(&release_mu_);
   while (true) {
-    release_mu_.Await(wake);
+    release_mu_.Await(stop_or_queued);
+    uint64_t queued_before = releases_queued_;
+    while (!stopping_) {
+      release_mu_.AwaitWithTimeout(stop, absl::FromChrono(kReleaseDelay));
+      if (stopping_) return;
+      if (releases_.empty()) {
+        if (releases_queued_ == queued_before) break;  // a quiet period: sleep until the next
+        queued_before = releases_queued_;
+        continue;
+      }
+      queued_before = releases_queued_;
+      // Queued within the last period: a call about to go out may still carry them.
+      if (std::chrono::steady_clock::now() - releases_since_ < kReleaseDelay) continue;
+      std::vector<uint64_t> ids = TakeReleasesLocked();
+      if (ids.empty()) continue;
+      flushing_ = true;
+      release_mu_.Unlock();
+      rpc::ReleaseLeasesRequest request;
+      request.mutable_lease_ids()->Add(ids.begin(), ids.end());
+      rpc::ReleaseLeasesReply reply;
+      absl::Status status = YB_FAST_CALL(ReleaseLeases, request, reply);
+      if (status.ok()) status = FromRpc(reply.status());
+      if (!status.ok()) YB_LOG_DEBUG("releasing read leases: {}", status.ToString());
+      release_mu_.Lock();
+      flushing_ = false;
+    }
     if (stopping_) return;
-    // Give a call about to go out the chance to carry them.
-    release_mu_.AwaitWithTimeout(stop_or_taken, absl::FromChrono(kReleaseDelay));
-    if (stopping_) return;
-    std::vector<uint64_t> ids = TakeReleasesLocked();
-    if (ids.empty()) continue;
-    flushing_ = true;
-    release_mu_.Unlock();
-    rpc::ReleaseLeasesRequest request;
-    request.mutable_lease_ids()->Add(ids.begin(), ids.end());
-    rpc::ReleaseLeasesReply reply;
-    absl::Status status = YB_FAST_CALL(ReleaseLeases, request, reply);
-    if (status.ok()) status = FromRpc(reply.status());
-    if (!status.ok()) YB_LOG_DEBUG("releasing read leases: {}", status.ToString());
-    release_mu_.Lock();
-    flushing_ = false;
   }
 }
 

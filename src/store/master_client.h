@@ -13,11 +13,11 @@
 // Implements MasterApi (src/store/master_api.h) and follows its contract. Released read leases
 // are queued and ride along with the next BatchPutStart, BatchPutRevoke, BatchGetReplicaList,
 // BatchExist or BatchRemove; a background thread sends them on their own (ReleaseLeases RPC)
-// when no such call goes out within kReleaseDelay. Releases queued under one master term are
-// dropped when a newer term is seen (a new leader does not know those leases).
-// Thread safety: all methods are thread-safe.
-// Errors: kRpcFail (-900) when the master cannot be reached in time or refuses the call; otherwise
-// the master's code (see master_service.h).
+// when no such call goes out within kReleaseDelay (they wait between one and two periods then).
+// Releases queued under one master term are dropped when a newer term is seen (a new leader does
+// not know those leases). Thread safety: all methods are thread-safe. Errors: kRpcFail (-900) when
+// the master cannot be reached in time or refuses the call; otherwise the master's code (see
+// master_service.h).
 #pragma once
 
 #include <atomic>
@@ -139,6 +139,9 @@ class MasterClient final : public MasterApi {
   uint64_t releases_term_ ABSL_GUARDED_BY(release_mu_) = 0;  // the term they were granted under
   bool stopping_ ABSL_GUARDED_BY(release_mu_) = false;
   bool flushing_ ABSL_GUARDED_BY(release_mu_) = false;  // a ReleaseLeases RPC is in flight
+  // When releases_ last went from empty to non-empty, and how many ReleaseLeases calls queued any.
+  std::chrono::steady_clock::time_point releases_since_ ABSL_GUARDED_BY(release_mu_);
+  uint64_t releases_queued_ ABSL_GUARDED_BY(release_mu_) = 0;
   std::thread flusher_;
 };
 

@@ -147,6 +147,32 @@ TEST(FastRpcTest, ReleasesRidingOnARevokeAreApplied) {
   EXPECT_TRUE(removed[0].ok()) << removed[0];
 }
 
+// Releases ride along with the calls that follow them; the last one, with no call after it, goes
+// out on its own within a few release periods (store::kReleaseDelay), so the object is free to
+// remove at once, even by a client that carries no releases.
+TEST(FastRpcTest, CallsCarryReleasesAndTheLastOneGoesAlone) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  auto client = MakeClient(*server);
+  ASSERT_NE(client, nullptr);
+  Mount(*client);
+  PutObjects(*client, {"read-me"});
+  for (int i = 0; i < 20; ++i) {
+    auto found = client->BatchGetReplicaList({"read-me"});
+    ASSERT_TRUE(found[0].ok()) << found[0].status();
+    client->ReleaseLeases({found[0]->lease_id});
+  }
+  const auto deadline = SteadyClock::now() + milliseconds(3000);
+  while (Requests(*server, "ReleaseLeases") < 1 && SteadyClock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_GE(Requests(*server, "ReleaseLeases"), 1) << "the last release never went out";
+  auto other = MakeClient(*server);
+  ASSERT_NE(other, nullptr);
+  auto removed = other->BatchRemove({"read-me"}, /*force=*/false);
+  EXPECT_TRUE(removed[0].ok()) << removed[0];
+}
+
 // A store's journal long poll travels as frames too: parked until an entry comes, and its
 // acknowledgement lets a PutEnd waiting for the manifest answer.
 TEST(FastRpcTest, JournalLongPollTravelsOnTheFastPath) {
