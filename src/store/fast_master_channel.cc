@@ -1,13 +1,10 @@
 #include "store/fast_master_channel.h"
 
 #include <google/protobuf/message_lite.h>
-#include <poll.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
@@ -30,19 +27,10 @@ constexpr std::chrono::milliseconds kMaxBackoff{60000};
 constexpr std::chrono::milliseconds kMinFilteredBackoff{10000};
 constexpr std::chrono::milliseconds kMaxFilteredBackoff{600000};
 
-// An idle connection is reusable while the master has sent nothing on it (not even EOF).
-bool StillIdle(int fd) {
-  pollfd pfd{fd, POLLIN, 0};
-  return poll(&pfd, 1, 0) == 0;
-}
-
 }  // namespace
 
 std::chrono::microseconds MasterReplySpinFromEnvironment() {
-  const char* env = std::getenv(kMasterReplySpinEnv);
-  int64_t us = 0;
-  if (env == nullptr || !absl::SimpleAtoi(env, &us) || us < 0) return kDefaultMasterReplySpin;
-  return std::chrono::microseconds(std::min<int64_t>(us, 1000000));
+  return transport::ReplySpinFromEnvironment(kMasterReplySpinEnv, kDefaultMasterReplySpin);
 }
 
 FastMasterChannel::FastMasterChannel(std::string host, PortLookup lookup,
@@ -85,8 +73,8 @@ int FastMasterChannel::Acquire(Deadline deadline) {
     while (!idle_.empty()) {
       const int fd = idle_.back();
       idle_.pop_back();
-      if (StillIdle(fd)) return fd;
-      transport::CloseFd(fd);  // closed by the master (restart, shutdown)
+      if (transport::SocketStillIdle(fd)) return fd;  // the master sent nothing, not even EOF
+      transport::CloseFd(fd);                         // closed by the master (restart, shutdown)
     }
     port = port_;
   }

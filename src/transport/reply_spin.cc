@@ -3,7 +3,12 @@
 #include <sched.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
 
 namespace yuebing::transport {
 
@@ -19,6 +24,14 @@ bool SpinUntilReadable(int fd, std::chrono::microseconds spin) {
     if (std::chrono::steady_clock::now() >= until) return false;
     sched_yield();
   }
+}
+
+std::chrono::microseconds ReplySpinFromEnvironment(const char* name,
+                                                   std::chrono::microseconds fallback) {
+  const char* env = std::getenv(name);
+  int64_t us = 0;
+  if (env == nullptr || !absl::SimpleAtoi(env, &us) || us < 0) return fallback;
+  return std::chrono::microseconds(std::min<int64_t>(us, 1000000));
 }
 
 std::chrono::microseconds AdaptiveSpin::Next() {

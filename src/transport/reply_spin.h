@@ -23,6 +23,11 @@ namespace yuebing::transport {
 // false when `spin` passed first or is not positive. Consumes nothing.
 bool SpinUntilReadable(int fd, std::chrono::microseconds spin);
 
+// The poll budget named by environment variable `name` in microseconds (at most one second), or
+// `fallback` when it is unset or not a non-negative number. 0 means never poll.
+std::chrono::microseconds ReplySpinFromEnvironment(const char* name,
+                                                   std::chrono::microseconds fallback);
+
 class AdaptiveSpin {
  public:
   // A zero budget never polls.

@@ -196,4 +196,9 @@ void CloseFd(int fd) {
   if (fd >= 0) close(fd);
 }
 
+bool SocketStillIdle(int fd) {
+  pollfd pfd{fd, POLLIN, 0};
+  return poll(&pfd, 1, 0) == 0;
+}
+
 }  // namespace yuebing::transport

@@ -45,4 +45,9 @@ absl::StatusOr<size_t> RecvSome(int fd, void* data, size_t length);
 // Closes fd if >= 0 (retrying EINTR is wrong for close; it is called once).
 void CloseFd(int fd);
 
+// For a connection with no reply outstanding: true while nothing has arrived on it, not even EOF
+// or an error (a peer that closed or reset it, or sent bytes nobody asked for, makes it unusable).
+// Never waits.
+bool SocketStillIdle(int fd);
+
 }  // namespace yuebing::transport

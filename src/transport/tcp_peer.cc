@@ -20,6 +20,9 @@ namespace yuebing::transport {
 
 // One TCP connection with a sender thread (pulls slices from the peer queue and writes frames) and
 // a receiver thread (reads replies in order, finishes slices, cleans up when the stream ends).
+//
+// Lock order: reader_mu, then send_mu or fifo_mu or TcpPeer::mu_; send_mu before fifo_mu;
+// TcpPeer::mu_ before fifo_mu (and try-locks send_mu).
 class TcpPeer::Connection {
  public:
   enum class State { kConnecting, kReady, kDead };
@@ -36,12 +39,20 @@ class TcpPeer::Connection {
   yuebing::Mutex send_mu;  // held while one frame is written; orders fifo pushes with the stream
   uint64_t next_request_id ABSL_GUARDED_BY(send_mu) = 1;
   // The last request whose send call has returned (bytes handed to the kernel, or failed). A
-  // write's reply can arrive before its sender has returned from sendmsg; the receiver waits for
+  // write's reply can arrive before its sender has returned from sendmsg; the reader waits for
   // this before finishing the slice, so a final task's memory is never referenced by our code.
   std::atomic<uint64_t> sent_through{0};
 
   yuebing::Mutex fifo_mu;
   std::deque<TcpSlice> fifo ABSL_GUARDED_BY(fifo_mu);  // sent, reply not yet read
+  // A thread that sent the only request in flight reads its reply itself; the receiver thread
+  // leaves the socket alone meanwhile.
+  bool caller_reading ABSL_GUARDED_BY(fifo_mu) = false;
+
+  // Whoever holds reader_mu reads replies (and only at the front of the fifo, which only it pops).
+  // Set once before the receiver starts.
+  yuebing::Mutex reader_mu;
+  std::unique_ptr<BufferedSocketReader> reader ABSL_GUARDED_BY(reader_mu);
 };
 
 namespace {
@@ -97,7 +108,8 @@ absl::Status SendHello(int fd, const std::string& segment, uint64_t epoch, AuthD
   return ReplyToStatus(reply.status, segment);
 }
 
-TcpPeer::TcpPeer(TcpPeerOptions options) : options_(std::move(options)) {}
+TcpPeer::TcpPeer(TcpPeerOptions options)
+    : options_(std::move(options)), reply_spin_(options_.reply_spin) {}
 
 TcpPeer::~TcpPeer() { Shutdown(); }
 
@@ -142,9 +154,50 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
     if (conn == nullptr) return false;
     inflight_bytes_ += slice.length;
   }
+  // With nothing in flight (stable while send_mu is held: only senders push), the receiver is not
+  // reading, and nobody has looked at the socket since the last reply: check it is still open.
+  // The reply is this thread's to read unless another sender's claim is still being released.
+  bool idle = false;
+  std::chrono::microseconds spin{0};
+  {
+    yuebing::MutexLock lock(&conn->fifo_mu);
+    idle = conn->fifo.empty();
+    if (idle && !conn->caller_reading) spin = reply_spin_.Next();
+    conn->caller_reading = conn->caller_reading || spin.count() > 0;
+  }
+  const bool claimed = spin.count() > 0;
+  auto release_claim = [&conn, claimed] {
+    if (!claimed) return;
+    yuebing::MutexLock lock(&conn->fifo_mu);
+    conn->caller_reading = false;  // the receiver reads what is left, if anything
+  };
+  if (idle && !SocketStillIdle(conn->fd)) {
+    release_claim();
+    conn->send_mu.Unlock();
+    {
+      yuebing::MutexLock lock(&mu_);
+      inflight_bytes_ -= slice.length;
+    }
+    Abort(conn.get(), absl::UnavailableError("closed by the target while idle"));
+    return false;  // queued instead, for another connection or a new one
+  }
   absl::Status status = SendSlices(conn.get(), &slice, 1);
   conn->send_mu.Unlock();
-  if (!status.ok()) Abort(conn.get(), status);
+  if (!status.ok()) {
+    release_claim();
+    Abort(conn.get(), status);
+    return true;
+  }
+  if (!claimed) return true;
+  const bool answered = SpinUntilReadable(conn->fd, spin);
+  reply_spin_.Record(answered);
+  absl::Status read;
+  if (answered) {
+    yuebing::MutexLock lock(&conn->reader_mu);
+    read = ReadReply(conn.get());
+  }
+  release_claim();
+  if (!read.ok()) Abort(conn.get(), read);
   return true;
 }
 
@@ -201,7 +254,9 @@ void TcpPeer::Abort(Connection* conn, const absl::Status& reason) {
     }
     fd = conn->fd;
   }
-  if (fd >= 0) shutdown(fd, SHUT_RDWR);
+  if (fd >= 0) shutdown(fd, SHUT_RDWR);  // a reader in recv returns
+  // A receiver waiting for a reply to read re-evaluates its condition when fifo_mu is released.
+  yuebing::MutexLock wake_receiver(&conn->fifo_mu);
 }
 
 bool TcpPeer::SenderMayProceed(Connection* conn) {
@@ -250,6 +305,10 @@ void TcpPeer::SenderLoop(Connection* conn) {
       return;
     }
     conn->fd = *fd;
+    {
+      yuebing::MutexLock reader_lock(&conn->reader_mu);
+      conn->reader = std::make_unique<BufferedSocketReader>(*fd);
+    }
     conn->state = Connection::State::kReady;
     conn->receiver_done = false;
     conn->receiver = std::thread(&TcpPeer::ReceiverLoop, this, conn);
@@ -275,18 +334,30 @@ void TcpPeer::SenderLoop(Connection* conn) {
     bool requeue = false;
     {
       yuebing::MutexLock send_lock(&conn->send_mu);
+      bool idle = false;
+      {
+        yuebing::MutexLock fifo_lock(&conn->fifo_mu);
+        idle = conn->fifo.empty();
+      }
       if (conn->broken) {
         requeue = true;
+      } else if (idle && !SocketStillIdle(conn->fd)) {
+        // Closed by the target while nobody watched: the burst goes to another connection.
+        requeue = true;
+        send_status = absl::UnavailableError("closed by the target while idle");
       } else {
         send_status = SendSlices(conn, burst.data(), burst.size());
       }
     }
     if (requeue) {
-      yuebing::MutexLock lock(&mu_);
-      for (auto it = burst.rbegin(); it != burst.rend(); ++it) {
-        inflight_bytes_ -= it->length;
-        queue_.push_front(*it);
+      {
+        yuebing::MutexLock lock(&mu_);
+        for (auto it = burst.rbegin(); it != burst.rend(); ++it) {
+          inflight_bytes_ -= it->length;
+          queue_.push_front(*it);
+        }
       }
+      if (!send_status.ok()) Abort(conn, send_status);
       break;
     }
     if (!send_status.ok()) {
@@ -305,70 +376,82 @@ std::optional<TcpSlice> TcpPeer::OldestInFlight(Connection* conn) {
 }
 
 void TcpPeer::ReceiverLoop(Connection* conn) {
+  struct Args {
+    Connection* conn;
+  } args{conn};
+  const yuebing::Condition reply_to_read(
+      +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return a->conn->broken || (!a->conn->fifo.empty() && !a->conn->caller_reading);
+      },
+      &args);
   absl::Status reason;
-  BufferedSocketReader reader(conn->fd);
   while (true) {
-    uint8_t bytes[kFrameHeaderBytes];
-    // The oldest request in flight, if any yet. Only this thread pops the fifo, so a front seen
-    // now is still the front when the next reply comes. Read ahead when its reply is small: the
-    // replies behind it may be there too. Not on an idle connection: the next reply may be a
-    // large payload, which is better received straight into its memory.
-    std::optional<TcpSlice> oldest = OldestInFlight(conn);
-    const bool small_reply = oldest.has_value() && (oldest->opcode == OpCode::kWrite ||
-                                                    oldest->length <= kReadAheadPayloadBytes);
-    reason = reader.Read(bytes, kFrameHeaderBytes, /*read_ahead=*/small_reply);
-    if (!reason.ok()) break;
-    absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
-    if (!header.ok()) {
-      reason = absl::InternalError(absl::StrCat("bad reply frame: ", header.status().message()));
-      break;
-    }
-    if (!oldest.has_value()) oldest = OldestInFlight(conn);
-    if (!oldest.has_value()) {
-      reason = absl::InternalError("reply without a request");
-      break;
-    }
-    const TcpSlice& slice = *oldest;
-    FrameType expected =
-        slice.opcode == OpCode::kWrite ? FrameType::kWriteReply : FrameType::kReadReply;
-    bool payload_follows =
-        header->type == FrameType::kReadReply && header->status == WireStatus::kOk;
-    if (header->type != expected || header->request_id != slice.request_id ||
-        (payload_follows && header->length != slice.length)) {
-      reason = absl::InternalError("reply does not match the oldest request");
-      break;
-    }
-    if (payload_follows) {
-      reason = reader.Read(slice.local, slice.length,
-                           /*read_ahead=*/slice.length <= kReadAheadPayloadBytes);
-      if (!reason.ok()) break;
-    }
-    // The target replies to a write only after reading its payload, but the sending thread may
-    // not have returned from sendmsg yet: wait for it (moments; it has nothing left to send).
-    // Bounded (~10 s, far beyond any sendmsg that has already handed over its last byte).
-    for (int spins = 0; conn->sent_through.load(std::memory_order_acquire) < slice.request_id;
-         ++spins) {
-      if (spins >= 100000) {
-        YB_LOG_ERROR("connection to {}: the send of request {} did not return",
-                     options_.segment_name, slice.request_id);
-        break;
-      }
-      if (spins < 1000) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
-    }
     {
       yuebing::MutexLock lock(&conn->fifo_mu);
-      conn->fifo.pop_front();
+      conn->fifo_mu.Await(reply_to_read);
     }
-    slice.task->FinishSlice(slice.length, ReplyToStatus(header->status, options_.segment_name));
-    yuebing::MutexLock lock(&mu_);
-    YB_CHECK(inflight_bytes_ >= slice.length, "bytes in flight count every slice sent");
-    inflight_bytes_ -= slice.length;
+    if (conn->broken) {
+      reason = absl::UnavailableError("connection aborted");
+      break;
+    }
+    yuebing::MutexLock lock(&conn->reader_mu);
+    reason = ReadReply(conn);
+    if (!reason.ok()) break;
   }
   CleanUpConnection(conn, reason);
+}
+
+absl::Status TcpPeer::ReadReply(Connection* conn) {
+  BufferedSocketReader& reader = *conn->reader;
+  // Only the holder of reader_mu pops the fifo: the front seen now stays the front.
+  const std::optional<TcpSlice> oldest = OldestInFlight(conn);
+  if (!oldest.has_value()) return absl::InternalError("no request in flight to read a reply for");
+  const TcpSlice& slice = *oldest;
+  // Read ahead when the reply is small: the replies behind it may be there too. A large payload
+  // is better received straight into its memory.
+  const bool small_reply = slice.opcode == OpCode::kWrite || slice.length <= kReadAheadPayloadBytes;
+  uint8_t bytes[kFrameHeaderBytes];
+  YB_RETURN_IF_ERROR(reader.Read(bytes, kFrameHeaderBytes, /*read_ahead=*/small_reply));
+  absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
+  if (!header.ok()) {
+    return absl::InternalError(absl::StrCat("bad reply frame: ", header.status().message()));
+  }
+  FrameType expected =
+      slice.opcode == OpCode::kWrite ? FrameType::kWriteReply : FrameType::kReadReply;
+  bool payload_follows = header->type == FrameType::kReadReply && header->status == WireStatus::kOk;
+  if (header->type != expected || header->request_id != slice.request_id ||
+      (payload_follows && header->length != slice.length)) {
+    return absl::InternalError("reply does not match the oldest request");
+  }
+  if (payload_follows) {
+    YB_RETURN_IF_ERROR(reader.Read(slice.local, slice.length,
+                                   /*read_ahead=*/slice.length <= kReadAheadPayloadBytes));
+  }
+  // The target replies to a write only after reading its payload, but the sending thread may
+  // not have returned from sendmsg yet: wait for it (moments; it has nothing left to send).
+  // Bounded (~10 s, far beyond any sendmsg that has already handed over its last byte).
+  for (int spins = 0; conn->sent_through.load(std::memory_order_acquire) < slice.request_id;
+       ++spins) {
+    if (spins >= 100000) {
+      YB_LOG_ERROR("connection to {}: the send of request {} did not return", options_.segment_name,
+                   slice.request_id);
+      break;
+    }
+    if (spins < 1000) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  {
+    yuebing::MutexLock lock(&conn->fifo_mu);
+    conn->fifo.pop_front();
+  }
+  slice.task->FinishSlice(slice.length, ReplyToStatus(header->status, options_.segment_name));
+  yuebing::MutexLock lock(&mu_);
+  YB_CHECK(inflight_bytes_ >= slice.length, "bytes in flight count every slice sent");
+  inflight_bytes_ -= slice.length;
+  return absl::OkStatus();
 }
 
 void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
@@ -376,6 +459,8 @@ void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
   { yuebing::MutexLock wait_for_sender(&conn->send_mu); }  // no send is in progress after this
   std::deque<TcpSlice> orphans;
   {
+    // A thread reading its own reply lets go soon: the socket is shut down.
+    yuebing::MutexLock wait_for_reader(&conn->reader_mu);
     yuebing::MutexLock lock(&conn->fifo_mu);
     orphans.swap(conn->fifo);
   }

@@ -11,6 +11,7 @@
 
 #include "engine_test_util.h"
 #include "transport/socket_util.h"
+#include "transport/tcp_peer.h"
 #include "transport/wire_format.h"
 #include "yuebing/common/http_metadata_server.h"
 
@@ -112,32 +113,41 @@ TEST_P(RoundTripTest, BatchOfManyRequestsWithStatuses) {
   EXPECT_FALSE(pair.initiator->FreeBatch(*batch).ok());
 }
 
-TEST_P(RoundTripTest, ManyThreadsWriteAndReadDisjointRanges) {
-  constexpr size_t kThreads = 6, kBlock = 256 << 10, kRounds = 20;
-  EnginePair pair(GetParam(), kThreads * kBlock);
+// `threads` threads each write then read back their own range of `block` bytes for `rounds`
+// rounds, `size(round)` bytes each time; returns how many rounds failed or read other bytes.
+int WriteAndReadDisjointRanges(EnginePair& pair, size_t threads, size_t block, size_t rounds,
+                               size_t (*size)(size_t round)) {
   std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::vector<char> out(kBlock), in(kBlock);
-      for (size_t round = 0; round < kRounds; ++round) {
-        uint64_t seed = t * 1000 + round;
-        FillPattern(out.data(), kBlock, seed);
-        uint64_t addr = pair.RemoteAddr(t * kBlock);
+  std::vector<std::thread> running;
+  for (size_t t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      std::vector<char> out(block), in(block);
+      for (size_t round = 0; round < rounds; ++round) {
+        const uint64_t seed = t * 1000 + round;
+        const size_t bytes = size(round);
+        FillPattern(out.data(), bytes, seed);
+        const uint64_t addr = pair.RemoteAddr(t * block);
         if (!pair.initiator
-                 ->TransferSync({Request(OpCode::kWrite, out.data(), pair.handle, addr, kBlock)})
+                 ->TransferSync({Request(OpCode::kWrite, out.data(), pair.handle, addr, bytes)})
                  .ok() ||
             !pair.initiator
-                 ->TransferSync({Request(OpCode::kRead, in.data(), pair.handle, addr, kBlock)})
+                 ->TransferSync({Request(OpCode::kRead, in.data(), pair.handle, addr, bytes)})
                  .ok() ||
-            !MatchesPattern(in.data(), kBlock, seed)) {
+            !MatchesPattern(in.data(), bytes, seed)) {
           ++failures;
         }
       }
     });
   }
-  for (auto& thread : threads) thread.join();
-  EXPECT_EQ(failures.load(), 0);
+  for (auto& thread : running) thread.join();
+  return failures.load();
+}
+
+TEST_P(RoundTripTest, ManyThreadsWriteAndReadDisjointRanges) {
+  constexpr size_t kThreads = 6, kBlock = 256 << 10;
+  EnginePair pair(GetParam(), kThreads * kBlock);
+  EXPECT_EQ(WriteAndReadDisjointRanges(pair, kThreads, kBlock, 20, [](size_t) { return kBlock; }),
+            0);
 }
 
 TEST_P(RoundTripTest, OutOfRangeAddressIsRefusedAndNothingIsWritten) {
@@ -317,6 +327,61 @@ TEST(TransferEngineTest, HttpMetadataBackendPublishesAndResolvesSegments) {
   size_t keys = (*server)->KeyCount();
   pair.target.reset();
   EXPECT_EQ((*server)->KeyCount(), keys - 1) << "a stopped engine removes its descriptor";
+}
+
+// A small request sent on an idle connection is answered while the submitting thread polls for
+// the reply, and that thread reads it itself: the transfer is final when SubmitTransfer returns
+// (the receiver thread would finish it some microseconds later). With polling off the receiver
+// thread reads every reply, and the bytes are the same.
+TEST(TransferEngineTest, SubmittingThreadReadsTheReplyToItsSmallRequest) {
+  for (const char* spin_us : {"1000000", "0"}) {
+    SCOPED_TRACE(spin_us);
+    setenv(kTcpReplySpinEnv, spin_us, 1);  // read when the peer is opened
+    EnginePair pair(Path::kTcp, 1 << 20);
+    unsetenv(kTcpReplySpinEnv);
+    const bool polling = std::string(spin_us) != "0";
+    std::vector<char> out(65536), in(65536);
+    // The first request opens the connections (it is queued for them, not sent inline).
+    ASSERT_TRUE(pair.initiator
+                    ->TransferSync(
+                        {Request(OpCode::kWrite, out.data(), pair.handle, pair.RemoteAddr(), 4096)})
+                    .ok());
+    int final_at_return = 0;
+    for (uint64_t round = 0; round < 20; ++round) {
+      const size_t size = round % 2 == 0 ? 4096 : 65536;
+      FillPattern(out.data(), size, round);
+      std::memset(in.data(), 0, size);
+      for (auto [op, local] : {std::pair{OpCode::kWrite, out.data()}, {OpCode::kRead, in.data()}}) {
+        auto batch_id = pair.initiator->AllocateBatch(1);
+        ASSERT_TRUE(batch_id.ok()) << batch_id.status();
+        ASSERT_TRUE(pair.initiator
+                        ->SubmitTransfer(*batch_id,
+                                         {Request(op, local, pair.handle, pair.RemoteAddr(), size)})
+                        .ok());
+        auto status = pair.initiator->GetTransferStatus(*batch_id, 0);
+        ASSERT_TRUE(status.ok()) << status.status();
+        final_at_return += status->state == TransferState::kCompleted;
+        auto waited = pair.initiator->WaitAndFreeBatch(*batch_id);
+        ASSERT_TRUE(waited.ok()) << waited.status();
+        ASSERT_EQ((*waited)[0].state, TransferState::kCompleted) << (*waited)[0].reason;
+      }
+      ASSERT_TRUE(MatchesPattern(in.data(), size, round)) << "read-back differs";
+    }
+    if (polling) {
+      EXPECT_EQ(final_at_return, 40) << "a reply was left to the receiver thread";
+    }
+  }
+}
+
+// Many threads sending small requests at once on one peer: replies read by their own senders and
+// by the receiver threads interleave on the same connections, and every byte lands where it should.
+TEST(TransferEngineTest, ConcurrentSmallRequestsKeepTheirReplies) {
+  constexpr size_t kThreads = 8, kBlock = 16 << 10;
+  EnginePair pair(Path::kTcp, kThreads * kBlock);
+  EXPECT_EQ(WriteAndReadDisjointRanges(
+                pair, kThreads, kBlock, 150,
+                [](size_t round) -> size_t { return round % 3 == 0 ? kBlock : 4096; }),
+            0);
 }
 
 TEST(TransferEngineTest, RestartedPeerOnSamePortIsFencedByEpoch) {
