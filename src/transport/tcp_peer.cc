@@ -1,7 +1,9 @@
 #include "transport/tcp_peer.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -48,6 +50,8 @@ class TcpPeer::Connection {
   // A thread that sent the only request in flight reads its reply itself; the receiver thread
   // leaves the socket alone meanwhile.
   bool caller_reading ABSL_GUARDED_BY(fifo_mu) = false;
+  // Whether the last request sent was claimed that way (how the receiver waits while idle).
+  bool last_claimed ABSL_GUARDED_BY(fifo_mu) = false;
 
   // Whoever holds reader_mu reads replies (and only at the front of the fifo, which only it pops).
   // Set once before the receiver starts.
@@ -210,6 +214,8 @@ absl::Status TcpPeer::SendSlices(Connection* conn, TcpSlice* slices, size_t coun
   int iovcnt = 0;
   {
     yuebing::MutexLock lock(&conn->fifo_mu);
+    // A claimed request is sent alone on an idle connection (TrySendInline).
+    conn->last_claimed = conn->caller_reading && conn->fifo.empty();
     for (size_t i = 0; i < count; ++i) {
       TcpSlice& slice = slices[i];
       slice.request_id = conn->next_request_id++;
@@ -375,29 +381,54 @@ std::optional<TcpSlice> TcpPeer::OldestInFlight(Connection* conn) {
   return conn->fifo.front();
 }
 
+// The receiver reads the replies due to it. While the connection is idle it waits in one of two
+// ways, after the way the last request was sent. After a request whose sender read the reply
+// itself, it sleeps until a request it must answer for is sent, so that the next such sender's
+// reply wakes nobody (an idle connection is then not watched; senders check it before use).
+// After any other request, it watches the socket, so that the next batch's first reply wakes it
+// once rather than the send waking it and the reply again.
 void TcpPeer::ReceiverLoop(Connection* conn) {
   struct Args {
     Connection* conn;
   } args{conn};
-  const yuebing::Condition reply_to_read(
+  const yuebing::Condition reply_due(
       +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return a->conn->broken || (!a->conn->fifo.empty() && !a->conn->caller_reading);
       },
       &args);
   absl::Status reason;
-  while (true) {
+  while (!conn->broken) {
+    bool watch = false;
     {
       yuebing::MutexLock lock(&conn->fifo_mu);
-      conn->fifo_mu.Await(reply_to_read);
+      watch = conn->fifo.empty() && !conn->caller_reading && !conn->last_claimed;
+      if (!watch) conn->fifo_mu.Await(reply_due);
     }
-    if (conn->broken) {
-      reason = absl::UnavailableError("connection aborted");
+    if (conn->broken) break;
+    if (!watch) {
+      yuebing::MutexLock lock(&conn->reader_mu);
+      reason = ReadReply(conn);
+      if (!reason.ok()) break;
+      continue;
+    }
+    // Without holding the reader, so that a sender may still claim its reply. A reply to a
+    // request sent meanwhile, the target closing the connection, or Abort's shutdown ends it.
+    pollfd readable{conn->fd, POLLIN, 0};
+    if (poll(&readable, 1, -1) < 0 && errno != EINTR) {
+      reason = ErrnoToStatus("poll");
       break;
     }
-    yuebing::MutexLock lock(&conn->reader_mu);
-    reason = ReadReply(conn);
-    if (!reason.ok()) break;
+    yuebing::MutexLock lock(&conn->fifo_mu);  // nothing is sent or claimed meanwhile
+    if (conn->caller_reading || !conn->fifo.empty()) continue;
+    char byte;
+    const ssize_t got = recv(conn->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    reason = got == 0  ? absl::UnavailableError("connection closed by the target")
+             : got > 0 ? absl::InternalError("bytes from the target with no request in flight")
+                       : ErrnoToStatus("recv");
+    break;
   }
+  if (reason.ok()) reason = absl::UnavailableError("connection aborted");
   CleanUpConnection(conn, reason);
 }
 

@@ -9,8 +9,9 @@
 // tens of microseconds; that thread then polls for the reply and reads it itself, for up to
 // reply_spin, instead of the connection's receiver thread reading it and waking the waiter (each
 // wake-up of a sleeping thread costs 20-30 us on a small virtual machine). The receiver thread
-// reads every other reply. An idle connection is not watched: one the peer closed meanwhile is
-// found before the next send on it, and replaced.
+// reads every other reply. While such claimed requests come, the receiver does not watch the idle
+// connection (its poll would wake it for every claimed reply); senders find a connection the
+// peer closed meanwhile before their next send on it, and replace it.
 //
 // Lifetime: a slice's task is finished exactly once, by whichever thread last touched its memory:
 // the reader of its reply (receiver, or the submitting thread), the receiver's cleanup when a

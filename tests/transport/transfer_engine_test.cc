@@ -384,47 +384,57 @@ TEST(TransferEngineTest, ConcurrentSmallRequestsKeepTheirReplies) {
             0);
 }
 
+// Whichever way the connections waited while idle (after a small request whose sender read the
+// reply, or after a large one the receiver thread read), a restart of the target is noticed.
 TEST(TransferEngineTest, RestartedPeerOnSamePortIsFencedByEpoch) {
-  auto initiator = MakeEngine("P2PHANDSHAKE", /*enable_shm=*/false);
-  std::vector<char> memory(1 << 16), local(4096, 7);
-  std::string name;
-  SegmentHandle handle;
-  uint16_t port;
-  {
-    auto target = MakeEngine();
-    ASSERT_TRUE(target->RegisterLocalMemory(memory.data(), memory.size()).ok());
-    name = target->LocalSegmentName();
-    port = target->RpcPort();
-    handle = *initiator->OpenSegment(name);
-    ASSERT_TRUE(initiator
-                    ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+  for (const uint64_t last_size : {uint64_t{4096}, uint64_t{1} << 20}) {
+    SCOPED_TRACE(last_size);
+    auto initiator = MakeEngine("P2PHANDSHAKE", /*enable_shm=*/false);
+    std::vector<char> memory(2 << 20), local(1 << 20, 7);
+    std::string name;
+    SegmentHandle handle;
+    uint16_t port;
+    {
+      auto target = MakeEngine();
+      ASSERT_TRUE(target->RegisterLocalMemory(memory.data(), memory.size()).ok());
+      name = target->LocalSegmentName();
+      port = target->RpcPort();
+      handle = *initiator->OpenSegment(name);
+      ASSERT_TRUE(initiator
+                      ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+                                              reinterpret_cast<uint64_t>(memory.data()), 4096)})
+                      .ok());
+      ASSERT_TRUE(
+          initiator
+              ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+                                      reinterpret_cast<uint64_t>(memory.data()), last_size)})
+              .ok());
+    }
+    TransferEngineOptions options;
+    options.local_server_name = "127.0.0.1:" + std::to_string(port);
+    auto restarted = TransferEngine::Create(options);
+    ASSERT_TRUE(restarted.ok()) << restarted.status();
+    ASSERT_TRUE((*restarted)->RegisterLocalMemory(memory.data(), memory.size()).ok());
+    std::memset(memory.data(), 0, memory.size());
+    absl::Status status = initiator->TransferSync({Request(
+        OpCode::kWrite, local.data(), handle, reinterpret_cast<uint64_t>(memory.data()), 4096)});
+    EXPECT_FALSE(status.ok()) << "a write meant for the old process reached the new one";
+    EXPECT_FALSE(initiator
+                     ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
+                                             reinterpret_cast<uint64_t>(memory.data()), 4096)})
+                     .ok())
+        << "the old handle stays fenced";
+    EXPECT_EQ(memory[0], 0);
+    // Reopening reaches the new incarnation.
+    ASSERT_TRUE(initiator->CloseSegment(handle).ok());
+    auto reopened = initiator->OpenSegment(name);
+    ASSERT_TRUE(reopened.ok()) << reopened.status();
+    EXPECT_TRUE(initiator
+                    ->TransferSync({Request(OpCode::kWrite, local.data(), *reopened,
                                             reinterpret_cast<uint64_t>(memory.data()), 4096)})
                     .ok());
+    EXPECT_EQ(memory[0], 7);
   }
-  TransferEngineOptions options;
-  options.local_server_name = "127.0.0.1:" + std::to_string(port);
-  auto restarted = TransferEngine::Create(options);
-  ASSERT_TRUE(restarted.ok()) << restarted.status();
-  ASSERT_TRUE((*restarted)->RegisterLocalMemory(memory.data(), memory.size()).ok());
-  std::memset(memory.data(), 0, memory.size());
-  absl::Status status = initiator->TransferSync({Request(
-      OpCode::kWrite, local.data(), handle, reinterpret_cast<uint64_t>(memory.data()), 4096)});
-  EXPECT_FALSE(status.ok()) << "a write meant for the old process reached the new one";
-  EXPECT_FALSE(initiator
-                   ->TransferSync({Request(OpCode::kWrite, local.data(), handle,
-                                           reinterpret_cast<uint64_t>(memory.data()), 4096)})
-                   .ok())
-      << "the old handle stays fenced";
-  EXPECT_EQ(memory[0], 0);
-  // Reopening reaches the new incarnation.
-  ASSERT_TRUE(initiator->CloseSegment(handle).ok());
-  auto reopened = initiator->OpenSegment(name);
-  ASSERT_TRUE(reopened.ok()) << reopened.status();
-  EXPECT_TRUE(initiator
-                  ->TransferSync({Request(OpCode::kWrite, local.data(), *reopened,
-                                          reinterpret_cast<uint64_t>(memory.data()), 4096)})
-                  .ok());
-  EXPECT_EQ(memory[0], 7);
 }
 
 // Sends raw bytes to an engine's port and reports whether the engine closed the connection.
