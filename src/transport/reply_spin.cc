@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "yuebing/common/logging.h"
 
 namespace yuebing::transport {
 
@@ -28,10 +29,20 @@ bool SpinUntilReadable(int fd, std::chrono::microseconds spin) {
 
 std::chrono::microseconds ReplySpinFromEnvironment(const char* name,
                                                    std::chrono::microseconds fallback) {
+  constexpr int64_t kMaxUs = 1000000;
   const char* env = std::getenv(name);
+  if (env == nullptr) return fallback;
   int64_t us = 0;
-  if (env == nullptr || !absl::SimpleAtoi(env, &us) || us < 0) return fallback;
-  return std::chrono::microseconds(std::min<int64_t>(us, 1000000));
+  if (!absl::SimpleAtoi(env, &us) || us < 0) {
+    YB_LOG_WARN("{}='{}' is not a number of microseconds (0 or more); polling for {} us", name, env,
+                fallback.count());
+    return fallback;
+  }
+  if (us > kMaxUs) {
+    YB_LOG_WARN("{}={} is above the most allowed ({} us); polling for {} us", name, us, kMaxUs,
+                kMaxUs);
+  }
+  return std::chrono::microseconds(std::min<int64_t>(us, kMaxUs));
 }
 
 std::chrono::microseconds AdaptiveSpin::Next() {

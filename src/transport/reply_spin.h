@@ -23,8 +23,9 @@ namespace yuebing::transport {
 // false when `spin` passed first or is not positive. Consumes nothing.
 bool SpinUntilReadable(int fd, std::chrono::microseconds spin);
 
-// The poll budget named by environment variable `name` in microseconds (at most one second), or
-// `fallback` when it is unset or not a non-negative number. 0 means never poll.
+// The poll budget named by environment variable `name` in microseconds (at most one second; a
+// larger value is capped, with a warning), or `fallback` when it is unset, or when it is not a
+// number of 0 or more (with a warning naming the variable). 0 means never poll.
 std::chrono::microseconds ReplySpinFromEnvironment(const char* name,
                                                    std::chrono::microseconds fallback);
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "transport/peer_segment.h"
-#include "transport/reply_spin.h"
 #include "yuebing/common/check.h"
 
 namespace yuebing::transport {
@@ -41,7 +40,7 @@ std::shared_ptr<TcpPeer> TcpTransport::MakePeer(const SegmentDescriptor& descrip
   peer.max_inflight_bytes = options_.max_inflight_bytes_per_peer;
   peer.connect_timeout = options_.connect_timeout;
   peer.cluster_secret = options_.cluster_secret;
-  peer.reply_spin = ReplySpinFromEnvironment(kTcpReplySpinEnv, kDefaultTcpReplySpin);
+  peer.reply_spin = options_.reply_spin;
   auto made = std::make_shared<TcpPeer>(std::move(peer));
   yuebing::MutexLock lock(&mu_);
   std::erase_if(peers_, [](const std::weak_ptr<TcpPeer>& p) { return p.expired(); });

@@ -29,6 +29,8 @@ struct TcpTransportOptions {
   uint64_t max_inflight_bytes_per_peer = 64ull << 20;
   std::chrono::milliseconds connect_timeout{3000};
   std::string cluster_secret;
+  // TcpPeerOptions::reply_spin of every peer.
+  std::chrono::microseconds reply_spin = kDefaultTcpReplySpin;
 };
 
 class TcpTransport final : public Transport {

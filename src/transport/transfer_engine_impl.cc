@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "transport/reply_spin.h"
 #include "transport/segment_descriptor.h"
 #include "transport/socket_util.h"
 #include "transport/tcp_auth.h"
@@ -136,6 +137,7 @@ absl::Status TransferEngineImpl::InitTransports() {
   shm_ = std::make_unique<ShmTransport>([this](PeerSegment& segment) { return Refresh(segment); });
   TcpTransportOptions tcp_options;
   tcp_options.slice_bytes = options_.tcp_slice_bytes;
+  tcp_options.reply_spin = ReplySpinFromEnvironment(kTcpReplySpinEnv, kDefaultTcpReplySpin);
   tcp_options.connections_per_peer = options_.tcp_connections_per_peer;
   tcp_options.max_inflight_bytes_per_peer = options_.tcp_max_inflight_bytes_per_peer;
   tcp_options.connect_timeout = options_.connect_timeout;

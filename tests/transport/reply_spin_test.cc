@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "transport/socket_util.h"
 
@@ -138,6 +140,23 @@ TEST_F(LoopbackConnection, WaitRecordsWhetherTheReplyCameInTime) {
   EXPECT_TRUE(SpinUntilReadable(near_, milliseconds(1000)));
   EXPECT_TRUE(spin.Wait(near_));  // answered within the budget: a hit
   EXPECT_GT(spin.score(), after_miss);
+}
+
+// The budget from the environment: a number of microseconds, capped at one second; anything
+// else (unset, not a number, negative) gives the fallback.
+TEST(ReplySpinFromEnvironmentTest, ReadsCapsAndFallsBack) {
+  constexpr const char* kName = "YUEBING_TEST_REPLY_SPIN_US";
+  const std::chrono::microseconds fallback(100);
+  unsetenv(kName);
+  EXPECT_EQ(ReplySpinFromEnvironment(kName, fallback), fallback);
+  const std::pair<const char*, int64_t> cases[] = {{"250", 250}, {"0", 0},    {"5000000", 1000000},
+                                                   {"abc", 100}, {"-5", 100}, {"", 100}};
+  for (const auto& [value, expected_us] : cases) {
+    SCOPED_TRACE(value);
+    setenv(kName, value, 1);
+    EXPECT_EQ(ReplySpinFromEnvironment(kName, fallback).count(), expected_us);
+  }
+  unsetenv(kName);
 }
 
 }  // namespace
