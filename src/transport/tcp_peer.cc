@@ -198,7 +198,7 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
   absl::Status read;
   if (answered) {
     yuebing::MutexLock lock(&conn->reader_mu);
-    read = ReadReply(conn.get());
+    read = ReadReply(conn.get(), /*read_ahead=*/false);
   }
   release_claim();
   if (!read.ok()) Abort(conn.get(), read);
@@ -407,7 +407,7 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
     if (conn->broken) break;
     if (!watch) {
       yuebing::MutexLock lock(&conn->reader_mu);
-      reason = ReadReply(conn);
+      reason = ReadReply(conn, /*read_ahead=*/true);
       if (!reason.ok()) break;
       continue;
     }
@@ -432,7 +432,7 @@ void TcpPeer::ReceiverLoop(Connection* conn) {
   CleanUpConnection(conn, reason);
 }
 
-absl::Status TcpPeer::ReadReply(Connection* conn) {
+absl::Status TcpPeer::ReadReply(Connection* conn, bool read_ahead) {
   BufferedSocketReader& reader = *conn->reader;
   // Only the holder of reader_mu pops the fifo: the front seen now stays the front.
   const std::optional<TcpSlice> oldest = OldestInFlight(conn);
@@ -440,7 +440,8 @@ absl::Status TcpPeer::ReadReply(Connection* conn) {
   const TcpSlice& slice = *oldest;
   // Read ahead when the reply is small: the replies behind it may be there too. A large payload
   // is better received straight into its memory.
-  const bool small_reply = slice.opcode == OpCode::kWrite || slice.length <= kReadAheadPayloadBytes;
+  const bool small_reply =
+      read_ahead && (slice.opcode == OpCode::kWrite || slice.length <= kReadAheadPayloadBytes);
   uint8_t bytes[kFrameHeaderBytes];
   YB_RETURN_IF_ERROR(reader.Read(bytes, kFrameHeaderBytes, /*read_ahead=*/small_reply));
   absl::StatusOr<FrameHeader> header = DecodeFrameHeader(bytes);
@@ -455,8 +456,9 @@ absl::Status TcpPeer::ReadReply(Connection* conn) {
     return absl::InternalError("reply does not match the oldest request");
   }
   if (payload_follows) {
-    YB_RETURN_IF_ERROR(reader.Read(slice.local, slice.length,
-                                   /*read_ahead=*/slice.length <= kReadAheadPayloadBytes));
+    YB_RETURN_IF_ERROR(
+        reader.Read(slice.local, slice.length,
+                    /*read_ahead=*/read_ahead && slice.length <= kReadAheadPayloadBytes));
   }
   // The target replies to a write only after reading its payload, but the sending thread may
   // not have returned from sendmsg yet: wait for it (moments; it has nothing left to send).

@@ -111,7 +111,10 @@ class TcpPeer {
   void ReceiverLoop(Connection* conn);
   // Requires conn->reader_mu and a request in flight: reads the reply to the oldest one and
   // finishes its slice. An error leaves the slice in flight (the connection is to be aborted).
-  absl::Status ReadReply(Connection* conn);
+  // With `read_ahead`, a small reply is read through the buffer with whatever follows it; a
+  // sender reading its own reply must not (bytes it buffered for later replies would not wake a
+  // receiver that watches the socket).
+  absl::Status ReadReply(Connection* conn, bool read_ahead);
   // The oldest sent request whose reply has not been read (a copy), or nullopt.
   static std::optional<TcpSlice> OldestInFlight(Connection* conn);
   // Requires conn->send_mu. Sends the slices' frames in one sendmsg (ids assigned, in the fifo).
