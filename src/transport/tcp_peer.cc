@@ -123,7 +123,8 @@ bool TcpPeer::stale() const {
 }
 
 absl::Status TcpPeer::Submit(std::vector<TcpSlice> slices) {
-  if (slices.size() == 1 && slices[0].length <= options_.inline_send_bytes &&
+  if (slices.size() == 1 &&
+      (slices[0].opcode == OpCode::kRead || slices[0].length <= options_.inline_send_bytes) &&
       TrySendInline(slices[0])) {
     return absl::OkStatus();
   }
@@ -166,7 +167,9 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
   {
     yuebing::MutexLock lock(&conn->fifo_mu);
     idle = conn->fifo.empty();
-    if (idle && !conn->caller_reading) spin = reply_spin_.Next();
+    const bool quick_reply =
+        slice.opcode == OpCode::kRead || slice.length <= options_.claim_reply_write_bytes;
+    if (idle && quick_reply && !conn->caller_reading) spin = reply_spin_.Next();
     conn->caller_reading = conn->caller_reading || spin.count() > 0;
   }
   const bool claimed = spin.count() > 0;
