@@ -35,6 +35,9 @@ class TcpPeer::Connection {
   std::atomic<bool> broken{false};
   bool sender_done = false;
   bool receiver_done = true;  // true until a receiver is started
+  // Bytes of the slices sent (or being sent) on this connection whose replies are not yet read:
+  // this connection's share of TcpPeer::inflight_bytes_.
+  uint64_t inflight_bytes = 0;
   std::thread sender;
   std::thread receiver;
 
@@ -44,6 +47,7 @@ class TcpPeer::Connection {
   // write's reply can arrive before its sender has returned from sendmsg; the reader waits for
   // this before finishing the slice, so a final task's memory is never referenced by our code.
   std::atomic<uint64_t> sent_through{0};
+  std::atomic<uint64_t> slices_sent{0};
 
   yuebing::Mutex fifo_mu;
   std::deque<TcpSlice> fifo ABSL_GUARDED_BY(fifo_mu);  // sent, reply not yet read
@@ -122,6 +126,17 @@ bool TcpPeer::stale() const {
   return stale_;
 }
 
+std::vector<uint64_t> TcpPeer::SlicesSentPerReadyConnection() const {
+  yuebing::MutexLock lock(&mu_);
+  std::vector<uint64_t> sent;
+  for (const auto& conn : connections_) {
+    if (conn->state == Connection::State::kReady && !conn->broken) {
+      sent.push_back(conn->slices_sent.load(std::memory_order_relaxed));
+    }
+  }
+  return sent;
+}
+
 absl::Status TcpPeer::Submit(std::vector<TcpSlice> slices) {
   if (slices.size() == 1 &&
       (slices[0].opcode == OpCode::kRead || slices[0].length <= options_.inline_send_bytes) &&
@@ -158,6 +173,7 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
     }
     if (conn == nullptr) return false;
     inflight_bytes_ += slice.length;
+    conn->inflight_bytes += slice.length;
   }
   // With nothing in flight (stable while send_mu is held: only senders push), the receiver is not
   // reading, and nobody has looked at the socket since the last reply: check it is still open.
@@ -184,6 +200,7 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
     {
       yuebing::MutexLock lock(&mu_);
       inflight_bytes_ -= slice.length;
+      conn->inflight_bytes -= slice.length;
     }
     Abort(conn.get(), absl::UnavailableError("closed by the target while idle"));
     return false;  // queued instead, for another connection or a new one
@@ -233,12 +250,13 @@ absl::Status TcpPeer::SendSlices(Connection* conn, TcpSlice* slices, size_t coun
       if (slice.opcode == OpCode::kWrite) iov[iovcnt++] = {slice.local, slice.length};
     }
   }
+  conn->slices_sent.fetch_add(count, std::memory_order_relaxed);
   absl::Status sent = SendAll(conn->fd, iov, iovcnt);
   conn->sent_through.store(slices[count - 1].request_id, std::memory_order_release);
   return sent;
 }
 
-void TcpPeer::TakeBurstLocked(std::vector<TcpSlice>& burst) {
+void TcpPeer::TakeBurstLocked(Connection* conn, std::vector<TcpSlice>& burst) {
   uint64_t bytes = 0;
   do {
     const TcpSlice& next = queue_.front();
@@ -249,6 +267,7 @@ void TcpPeer::TakeBurstLocked(std::vector<TcpSlice>& burst) {
     }
     bytes += next.length;
     inflight_bytes_ += next.length;
+    conn->inflight_bytes += next.length;
     burst.push_back(next);
     queue_.pop_front();
   } while (!queue_.empty() && burst.front().length <= kBurstSliceBytes);
@@ -271,8 +290,21 @@ void TcpPeer::Abort(Connection* conn, const absl::Status& reason) {
 bool TcpPeer::SenderMayProceed(Connection* conn) {
   if (stopping_ || conn->broken) return true;
   if (queue_.empty()) return false;
-  return inflight_bytes_ == 0 ||
-         inflight_bytes_ + queue_.front().length <= options_.max_inflight_bytes;
+  if (inflight_bytes_ != 0 &&
+      inflight_bytes_ + queue_.front().length > options_.max_inflight_bytes) {
+    return false;
+  }
+  if (queue_.front().length <= kBurstSliceBytes) return true;
+  // A large slice goes to a connection with the least in flight: a read's request takes moments
+  // to send, and the sender that sent one would otherwise take the next before the others woke,
+  // leaving them idle while its connection carries most of the replies.
+  for (const auto& other : connections_) {
+    if (other.get() != conn && other->state == Connection::State::kReady && !other->broken &&
+        other->inflight_bytes < conn->inflight_bytes) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void TcpPeer::SenderLoop(Connection* conn) {
@@ -337,7 +369,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
                ABSL_NO_THREAD_SAFETY_ANALYSIS { return a->peer->SenderMayProceed(a->conn); },
           &args));
       if (stopping_ || conn->broken) break;
-      TakeBurstLocked(burst);
+      TakeBurstLocked(conn, burst);
     }
     absl::Status send_status;
     bool requeue = false;
@@ -363,6 +395,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
         yuebing::MutexLock lock(&mu_);
         for (auto it = burst.rbegin(); it != burst.rend(); ++it) {
           inflight_bytes_ -= it->length;
+          conn->inflight_bytes -= it->length;
           queue_.push_front(*it);
         }
       }
@@ -485,8 +518,10 @@ absl::Status TcpPeer::ReadReply(Connection* conn, bool read_ahead) {
   }
   slice.task->FinishSlice(slice.length, ReplyToStatus(header->status, options_.segment_name));
   yuebing::MutexLock lock(&mu_);
-  YB_CHECK(inflight_bytes_ >= slice.length, "bytes in flight count every slice sent");
+  YB_CHECK(inflight_bytes_ >= slice.length && conn->inflight_bytes >= slice.length,
+           "bytes in flight count every slice sent");
   inflight_bytes_ -= slice.length;
+  conn->inflight_bytes -= slice.length;
   return absl::OkStatus();
 }
 
@@ -512,8 +547,10 @@ void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
                                                      " lost: ", reason.message())));
   }
   yuebing::MutexLock lock(&mu_);
-  YB_CHECK(inflight_bytes_ >= orphan_bytes, "bytes in flight count every slice sent");
+  YB_CHECK(inflight_bytes_ >= orphan_bytes && conn->inflight_bytes >= orphan_bytes,
+           "bytes in flight count every slice sent");
   inflight_bytes_ -= orphan_bytes;
+  conn->inflight_bytes -= orphan_bytes;
   conn->state = Connection::State::kDead;
   conn->receiver_done = true;
   if (!stopping_ && !queue_.empty()) EnsureConnectionsLocked();

@@ -1,6 +1,8 @@
 // The initiator side of the TCP transport for one target segment: a bounded queue of slices, a
 // pool of connections that pull from it, pipelined frames on each connection (replies come back in
-// order), and a bound on bytes in flight. A connection takes small slices queued back to back as
+// order), and a bound on bytes in flight. A large slice goes to a connection with the least bytes
+// in flight, so a batch is spread over the pool even when its requests take moments to send
+// (reads). A connection takes small slices queued back to back as
 // one burst and sends their frames in one sendmsg; replies are read through a small buffer, so a
 // run of small replies costs one recv. Larger payloads go straight between the socket and the
 // request's memory (no staging copy).
@@ -108,6 +110,9 @@ class TcpPeer {
   // True once a HELLO was refused because the target's epoch changed: the segment must be reopened.
   bool stale() const;
 
+  // For tests: how many slices each connection that is ready now has sent, oldest first.
+  std::vector<uint64_t> SlicesSentPerReadyConnection() const;
+
   // Fails everything queued or in flight and joins the connection threads.
   void Shutdown();
 
@@ -128,7 +133,8 @@ class TcpPeer {
   absl::Status SendSlices(Connection* conn, TcpSlice* slices, size_t count);
   // Pops the queue's front slice and, when it is small, the small slices right behind it, within
   // the burst limits and the bound on bytes in flight (counted in); at least one slice.
-  void TakeBurstLocked(std::vector<TcpSlice>& burst) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TakeBurstLocked(Connection* conn, std::vector<TcpSlice>& burst)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Abort(Connection* conn, const absl::Status& reason);
   // Sends a slice at once on an idle connection and, when it was the only one in flight and its
   // reply comes quickly, polls for its reply and reads it (see the file comment). False when no

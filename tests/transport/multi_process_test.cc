@@ -5,12 +5,17 @@
 #include <signal.h>
 
 #include <atomic>
+#include <memory>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "engine_test_util.h"
 #include "support/child_process.h"
 #include "support/etcd_process.h"
+#include "transport/tcp_peer.h"
+#include "transport/transfer_batch.h"
 #include "yuebing/transport/transfer_engine.h"
 
 namespace yuebing::transport {
@@ -134,6 +139,72 @@ TEST(MultiProcessTest, StoppedPeerGivesTimeoutByTheDeadline) {
   EXPECT_GT(stopped_batches, 0) << "requests to a stopped peer must end as TIMEOUT";
   EXPECT_EQ(load.not_final.load(), 0);
   target.process->Signal(SIGCONT);
+}
+
+// Large slices go to the connection with the least in flight. A read's request takes moments to
+// send, so one sender could take a whole batch before the other woke (reads then ran at one
+// connection's rate). With the target stopped, nothing comes back and nothing leaves the pool's
+// counts: 16 reads of 1 MiB are 8 on each of the two connections. Once the target resumes, every
+// read completes.
+TEST(MultiProcessTest, LargeSlicesAreSpreadOverThePoolsConnections) {
+  Target target = StartTarget({"--size=33554432"});
+  ASSERT_FALSE(target.segment.empty());
+  TcpPeerOptions options;
+  options.segment_name = target.segment;
+  options.host = "127.0.0.1";
+  options.port =
+      static_cast<uint16_t>(std::stoi(target.segment.substr(target.segment.rfind(':') + 1)));
+  options.connections = 2;
+  TcpPeer peer(options);
+  constexpr size_t kReads = 16, kSlice = 1 << 20;
+  std::vector<char> local(kReads * kSlice);
+  auto submit = [&](const std::shared_ptr<TransferBatch>& batch, OpCode op, size_t count,
+                    uint64_t length) {
+    absl::StatusOr<size_t> first = batch->Reserve(count);
+    ASSERT_TRUE(first.ok()) << first.status();
+    std::vector<TcpSlice> slices;
+    for (size_t i = 0; i < count; ++i) {
+      TransferTask& task = batch->task(*first + i);
+      task.Start(batch.get(), 1);
+      TcpSlice slice;
+      slice.task = &task;
+      slice.opcode = op;
+      slice.local = &local[i * kSlice];
+      slice.remote_addr = target.addr + i * kSlice;
+      slice.length = length;
+      slice.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      slices.push_back(slice);
+    }
+    ASSERT_TRUE(peer.Submit(std::move(slices)).ok());
+  };
+  // Small writes open the pool until both connections are ready, and all of them are answered.
+  const auto opening_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (peer.SlicesSentPerReadyConnection().size() < 2) {
+    ASSERT_LT(std::chrono::steady_clock::now(), opening_deadline) << "the pool did not open";
+    auto opening = std::make_shared<TransferBatch>(4);
+    submit(opening, OpCode::kWrite, 4, 4096);
+    ASSERT_TRUE(opening->WaitIdle(std::chrono::seconds(10)));
+  }
+  const std::vector<uint64_t> before = peer.SlicesSentPerReadyConnection();
+  target.process->Signal(SIGSTOP);
+  ASSERT_TRUE(test_support::WaitStopped(target.process->pid()));
+  auto reads = std::make_shared<TransferBatch>(kReads);
+  submit(reads, OpCode::kRead, kReads, kSlice);
+  std::vector<uint64_t> sent;
+  const auto sending_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    sent = peer.SlicesSentPerReadyConnection();
+    ASSERT_EQ(sent.size(), 2u);
+  } while (sent[0] + sent[1] - before[0] - before[1] < kReads &&
+           std::chrono::steady_clock::now() < sending_deadline);
+  EXPECT_EQ(sent[0] - before[0], kReads / 2) << "connection 1";
+  EXPECT_EQ(sent[1] - before[1], kReads / 2) << "connection 2";
+  target.process->Signal(SIGCONT);
+  ASSERT_TRUE(reads->WaitIdle(std::chrono::seconds(30)));
+  for (size_t i = 0; i < kReads; ++i) {
+    EXPECT_EQ(reads->task(i).Status().state, TransferState::kCompleted) << "read " << i;
+  }
 }
 
 // A stopped target still has its kernel accept connections, so the first connection to it hangs
