@@ -178,15 +178,24 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
   // With nothing in flight (stable while send_mu is held: only senders push), the receiver is not
   // reading, and nobody has looked at the socket since the last reply: check it is still open.
   // The reply is this thread's to read unless another sender's claim is still being released.
+  // A large write goes inline only on an idle connection, whose socket buffers take it at once: on
+  // a busy one, sendmsg could block the submitting thread until the target drained the stream.
+  const bool large_write =
+      slice.opcode == OpCode::kWrite && slice.length > options_.claim_reply_write_bytes;
   bool idle = false;
   std::chrono::microseconds spin{0};
   {
     yuebing::MutexLock lock(&conn->fifo_mu);
     idle = conn->fifo.empty();
-    const bool quick_reply =
-        slice.opcode == OpCode::kRead || slice.length <= options_.claim_reply_write_bytes;
-    if (idle && quick_reply && !conn->caller_reading) spin = reply_spin_.Next();
+    if (idle && !large_write && !conn->caller_reading) spin = reply_spin_.Next();
     conn->caller_reading = conn->caller_reading || spin.count() > 0;
+  }
+  if (large_write && !idle) {
+    conn->send_mu.Unlock();
+    yuebing::MutexLock lock(&mu_);
+    inflight_bytes_ -= slice.length;
+    conn->inflight_bytes -= slice.length;
+    return false;  // queued for the senders instead
   }
   const bool claimed = spin.count() > 0;
   auto release_claim = [&conn, claimed] {
