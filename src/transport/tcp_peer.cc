@@ -172,14 +172,11 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
       }
     }
     if (conn == nullptr) return false;
-    inflight_bytes_ += slice.length;
-    conn->inflight_bytes += slice.length;
+    CountInFlightLocked(conn.get(), slice.length);
   }
   // With nothing in flight (stable while send_mu is held: only senders push), the receiver is not
   // reading, and nobody has looked at the socket since the last reply: check it is still open.
   // The reply is this thread's to read unless another sender's claim is still being released.
-  // A large write goes inline only on an idle connection, whose socket buffers take it at once: on
-  // a busy one, sendmsg could block the submitting thread until the target drained the stream.
   const bool large_write =
       slice.opcode == OpCode::kWrite && slice.length > options_.claim_reply_write_bytes;
   bool idle = false;
@@ -190,11 +187,12 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
     if (idle && !large_write && !conn->caller_reading) spin = reply_spin_.Next();
     conn->caller_reading = conn->caller_reading || spin.count() > 0;
   }
+  // A large write goes inline only on an idle connection, whose socket buffers take it at once: on
+  // a busy one, sendmsg could block the submitting thread until the target drained the stream.
   if (large_write && !idle) {
     conn->send_mu.Unlock();
     yuebing::MutexLock lock(&mu_);
-    inflight_bytes_ -= slice.length;
-    conn->inflight_bytes -= slice.length;
+    UncountInFlightLocked(conn.get(), slice.length);
     return false;  // queued for the senders instead
   }
   const bool claimed = spin.count() > 0;
@@ -208,8 +206,7 @@ bool TcpPeer::TrySendInline(TcpSlice& slice) {
     conn->send_mu.Unlock();
     {
       yuebing::MutexLock lock(&mu_);
-      inflight_bytes_ -= slice.length;
-      conn->inflight_bytes -= slice.length;
+      UncountInFlightLocked(conn.get(), slice.length);
     }
     Abort(conn.get(), absl::UnavailableError("closed by the target while idle"));
     return false;  // queued instead, for another connection or a new one
@@ -265,6 +262,18 @@ absl::Status TcpPeer::SendSlices(Connection* conn, TcpSlice* slices, size_t coun
   return sent;
 }
 
+void TcpPeer::CountInFlightLocked(Connection* conn, uint64_t bytes) {
+  inflight_bytes_ += bytes;
+  conn->inflight_bytes += bytes;
+}
+
+void TcpPeer::UncountInFlightLocked(Connection* conn, uint64_t bytes) {
+  YB_CHECK(inflight_bytes_ >= bytes && conn->inflight_bytes >= bytes,
+           "bytes in flight count every slice sent");
+  inflight_bytes_ -= bytes;
+  conn->inflight_bytes -= bytes;
+}
+
 void TcpPeer::TakeBurstLocked(Connection* conn, std::vector<TcpSlice>& burst) {
   uint64_t bytes = 0;
   do {
@@ -275,8 +284,7 @@ void TcpPeer::TakeBurstLocked(Connection* conn, std::vector<TcpSlice>& burst) {
       break;
     }
     bytes += next.length;
-    inflight_bytes_ += next.length;
-    conn->inflight_bytes += next.length;
+    CountInFlightLocked(conn, next.length);
     burst.push_back(next);
     queue_.pop_front();
   } while (!queue_.empty() && burst.front().length <= kBurstSliceBytes);
@@ -403,8 +411,7 @@ void TcpPeer::SenderLoop(Connection* conn) {
       {
         yuebing::MutexLock lock(&mu_);
         for (auto it = burst.rbegin(); it != burst.rend(); ++it) {
-          inflight_bytes_ -= it->length;
-          conn->inflight_bytes -= it->length;
+          UncountInFlightLocked(conn, it->length);
           queue_.push_front(*it);
         }
       }
@@ -527,10 +534,7 @@ absl::Status TcpPeer::ReadReply(Connection* conn, bool read_ahead) {
   }
   slice.task->FinishSlice(slice.length, ReplyToStatus(header->status, options_.segment_name));
   yuebing::MutexLock lock(&mu_);
-  YB_CHECK(inflight_bytes_ >= slice.length && conn->inflight_bytes >= slice.length,
-           "bytes in flight count every slice sent");
-  inflight_bytes_ -= slice.length;
-  conn->inflight_bytes -= slice.length;
+  UncountInFlightLocked(conn, slice.length);
   return absl::OkStatus();
 }
 
@@ -556,10 +560,7 @@ void TcpPeer::CleanUpConnection(Connection* conn, const absl::Status& reason) {
                                                      " lost: ", reason.message())));
   }
   yuebing::MutexLock lock(&mu_);
-  YB_CHECK(inflight_bytes_ >= orphan_bytes && conn->inflight_bytes >= orphan_bytes,
-           "bytes in flight count every slice sent");
-  inflight_bytes_ -= orphan_bytes;
-  conn->inflight_bytes -= orphan_bytes;
+  UncountInFlightLocked(conn, orphan_bytes);
   conn->state = Connection::State::kDead;
   conn->receiver_done = true;
   if (!stopping_ && !queue_.empty()) EnsureConnectionsLocked();

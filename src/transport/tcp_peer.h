@@ -2,9 +2,9 @@
 // pool of connections that pull from it, pipelined frames on each connection (replies come back in
 // order), and a bound on bytes in flight. A large slice goes to a connection with the least bytes
 // in flight, so a batch is spread over the pool even when its requests take moments to send
-// (reads). A connection takes small slices queued back to back as
-// one burst and sends their frames in one sendmsg; replies are read through a small buffer, so a
-// run of small replies costs one recv. Larger payloads go straight between the socket and the
+// (reads). A connection takes small slices queued back to back as one burst and sends their
+// frames in one sendmsg; replies are read through a small buffer, so a run of small replies costs
+// one recv. Larger payloads go straight between the socket and the
 // request's memory (no staging copy).
 //
 // A request submitted alone, when a connection is idle, is sent by the submitting thread itself
@@ -136,6 +136,10 @@ class TcpPeer {
   // the burst limits and the bound on bytes in flight (counted in); at least one slice.
   void TakeBurstLocked(Connection* conn, std::vector<TcpSlice>& burst)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts `bytes` as in flight on `conn` (and so for the peer), or no longer: the peer's total
+  // and each connection's share move together.
+  void CountInFlightLocked(Connection* conn, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UncountInFlightLocked(Connection* conn, uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Abort(Connection* conn, const absl::Status& reason);
   // Sends a slice at once on an idle connection and, when it was the only one in flight and its
   // reply comes quickly, polls for its reply and reads it (see the file comment). False when no
