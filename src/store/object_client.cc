@@ -89,7 +89,8 @@ ObjectClient::ObjectClient(const ClientConfig& config, master::ClientId id,
       id_(std::move(id)),
       engine_(engine),
       master_(master),
-      host_(HostOf(engine->LocalSegmentName())) {}
+      host_(HostOf(engine->LocalSegmentName())),
+      verified_reads_(engine) {}
 
 absl::StatusOr<uint64_t> ObjectClient::GetSize(const std::string& key) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
@@ -375,6 +376,8 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
   while (!pending.empty()) {
     std::vector<TransferRequest> requests;
     std::vector<size_t> owner;
+    std::vector<VerifiedReads::Object> objects;
+    std::vector<size_t> object_of(n, 0);
     std::vector<bool> open_failed(n, false);
     for (size_t i : pending) {
       const Replica& replica = candidates[i][next[i]];
@@ -389,6 +392,11 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
         open_failed[i] = true;
         continue;
       }
+      VerifiedReads::Object object;
+      object.first_request = requests.size();
+      object.request_count = plans[i]->pieces.size();
+      const uint64_t recorded = lookup.locations[i]->checksum;
+      object.checksum = config_.enable_checksum && plans[i]->whole ? recorded : kNoChecksum;
       for (const Piece& piece : plans[i]->pieces) {
         TransferRequest r;
         r.opcode = OpCode::kRead;
@@ -398,9 +406,13 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
         r.length = piece.length;
         requests.push_back(r);
         owner.push_back(i);
+        object.bytes.emplace_back(static_cast<const char*>(piece.data), piece.length);
       }
+      object_of[i] = objects.size();
+      objects.push_back(std::move(object));
     }
-    std::vector<TransferStatus> statuses = RunTransfers(requests);
+    VerifiedReads::Outcome outcome = verified_reads_.Run(requests, objects);
+    const std::vector<TransferStatus>& statuses = outcome.statuses;
     std::vector<bool> failed = open_failed;
     std::vector<std::string> reasons(n);
     for (size_t k = 0; k < requests.size(); ++k) {
@@ -414,18 +426,12 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
     for (size_t i : pending) {
       const ObjectLocation& location = *lookup.locations[i];
       bool ok = !failed[i];
-      if (ok && config_.enable_checksum && location.checksum != kNoChecksum && plans[i]->whole) {
-        std::vector<absl::string_view> pieces;
-        for (const Piece& piece : plans[i]->pieces) {
-          pieces.emplace_back(static_cast<const char*>(piece.data), piece.length);
-        }
-        if (!ChecksumMatches(location.checksum, pieces)) {
-          ok = false;
-          checksum_failed[i] = true;
-          ++checksum_failures_;
-          YB_LOG_WARN("checksum mismatch reading '{}' from {}", keys[i],
-                      candidates[i][next[i]].segment_name);
-        }
+      if (ok && !outcome.checksum_ok[object_of[i]]) {
+        ok = false;
+        checksum_failed[i] = true;
+        ++checksum_failures_;
+        YB_LOG_WARN("checksum mismatch reading '{}' from {}", keys[i],
+                    candidates[i][next[i]].segment_name);
       }
       if (ok) {
         if (std::chrono::steady_clock::now() > lookup.asked_at[i] + location.lease_ttl) {

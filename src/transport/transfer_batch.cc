@@ -48,6 +48,11 @@ TransferStatus TransferTask::Status() const {
   return out;
 }
 
+bool TransferTask::Final() const {
+  const TransferState state = state_.load(std::memory_order_acquire);
+  return state != TransferState::kWaiting && state != TransferState::kPending;
+}
+
 TransferBatch::TransferBatch(size_t capacity)
     : capacity_(capacity), tasks_(std::make_unique<TransferTask[]>(capacity)) {}
 
@@ -70,7 +75,10 @@ void TransferBatch::OnTaskFinal() {
   const size_t unfinished_before = unfinished_.fetch_sub(1, std::memory_order_acq_rel);
   YB_CHECK(unfinished_before > 0 && unfinished_before <= size(),
            "no more tasks become final than the batch holds");
-  if (unfinished_before == 1) {
+  // The fetch_sub above and WaitTaskFinal's fetch_add(0) are ordered on unfinished_: either the
+  // waiter's comes later and sees this task final (stored before this call), or it came first and
+  // this load sees the waiter, who holds mu_ until it waits.
+  if (unfinished_before == 1 || task_waiters_.load(std::memory_order_relaxed) > 0) {
     yuebing::MutexLock lock(&mu_);
     idle_cv_.SignalAll();
   }
@@ -96,6 +104,20 @@ bool TransferBatch::WaitIdle(std::chrono::nanoseconds timeout) {
     if (idle_cv_.WaitWithDeadline(&mu_, deadline)) return Idle();
   }
   return true;
+}
+
+bool TransferBatch::WaitTaskFinal(size_t index, std::chrono::nanoseconds timeout) {
+  const TransferTask& waited = task(index);
+  if (waited.Final()) return true;
+  const absl::Time deadline = absl::Now() + absl::FromChrono(timeout);
+  yuebing::MutexLock lock(&mu_);
+  task_waiters_.fetch_add(1, std::memory_order_relaxed);
+  unfinished_.fetch_add(0, std::memory_order_acq_rel);  // see OnTaskFinal
+  bool final = waited.Final();
+  while (!final && !idle_cv_.WaitWithDeadline(&mu_, deadline)) final = waited.Final();
+  final = final || waited.Final();
+  task_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  return final;
 }
 
 }  // namespace yuebing::transport

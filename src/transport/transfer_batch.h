@@ -32,6 +32,8 @@ class TransferTask {
   // gives TIMEOUT, anything else FAILED; the first failure's message is the reason.
   void FinishSlice(uint64_t bytes, const absl::Status& status);
   TransferStatus Status() const;
+  // True once the task is final (COMPLETED, FAILED or TIMEOUT).
+  bool Final() const;
 
  private:
   TransferBatch* batch_ = nullptr;
@@ -71,6 +73,8 @@ class TransferBatch : public std::enable_shared_from_this<TransferBatch> {
 
   // Waits until no task is unfinished or the timeout passes. Returns true when idle.
   bool WaitIdle(std::chrono::nanoseconds timeout);
+  // Waits until task `index` is final or the timeout passes. Returns true when it is final.
+  bool WaitTaskFinal(size_t index, std::chrono::nanoseconds timeout);
 
  private:
   const size_t capacity_;
@@ -78,8 +82,10 @@ class TransferBatch : public std::enable_shared_from_this<TransferBatch> {
   std::atomic<size_t> size_{0};
   std::atomic<size_t> unfinished_{0};
   std::atomic<SteadyTime::rep> latest_deadline_{0};
+  // Threads in WaitTaskFinal: while there are any, every task that becomes final signals.
+  std::atomic<uint32_t> task_waiters_{0};
   yuebing::Mutex mu_;
-  yuebing::CondVar idle_cv_;
+  yuebing::CondVar idle_cv_;  // signalled when the batch becomes idle, or a task final for waiters
 };
 
 }  // namespace yuebing::transport

@@ -443,6 +443,18 @@ absl::StatusOr<TransferStatus> TransferEngineImpl::GetTransferStatus(BatchId bat
   return batch->task(task_id).Status();
 }
 
+absl::StatusOr<TransferStatus> TransferEngineImpl::WaitTransfer(BatchId batch_id, size_t task_id,
+                                                                std::chrono::milliseconds timeout) {
+  std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
+  if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
+  if (task_id >= batch->size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task ", task_id, " not submitted to batch ", batch_id));
+  }
+  batch->WaitTaskFinal(task_id, timeout);
+  return batch->task(task_id).Status();
+}
+
 absl::StatusOr<std::vector<TransferStatus>> TransferEngineImpl::WaitBatch(
     BatchId batch_id, std::chrono::milliseconds timeout) {
   std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);

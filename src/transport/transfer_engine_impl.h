@@ -67,6 +67,8 @@ class TransferEngineImpl final : public TransferEngine {
   absl::Status FreeBatch(BatchId batch) override;
   absl::Status SubmitTransfer(BatchId batch, absl::Span<const TransferRequest> requests) override;
   absl::StatusOr<TransferStatus> GetTransferStatus(BatchId batch, size_t task_id) override;
+  absl::StatusOr<TransferStatus> WaitTransfer(BatchId batch, size_t task_id,
+                                              std::chrono::milliseconds timeout) override;
   absl::StatusOr<std::vector<TransferStatus>> WaitBatch(BatchId batch,
                                                         std::chrono::milliseconds timeout) override;
   absl::StatusOr<std::vector<TransferStatus>> WaitAndFreeBatch(BatchId batch) override;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -54,6 +55,13 @@ class FakeTransport final : public Transport {
   std::vector<uint64_t> offered() const {
     yuebing::MutexLock lock(&mu_);
     return offered_;
+  }
+  // Finishes the request held longest (as a late transport would), if any.
+  void ReleaseOldest() {
+    yuebing::MutexLock lock(&mu_);
+    if (held_.empty()) return;
+    held_.front()->FinishSlice(0, absl::UnavailableError("released"));
+    held_.erase(held_.begin());
   }
   // Finishes every held request (as a late transport would).
   void ReleaseHeld() {
@@ -228,6 +236,50 @@ TEST(BoundedWaitTest, WaitAndFreeBatchFreesTheBatchAndRefusesUnknownOnes) {
   EXPECT_EQ((*statuses)[0].state, TransferState::kCompleted);
   EXPECT_EQ(engine->WaitAndFreeBatch(*batch).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(engine->FreeBatch(*batch).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(BoundedWaitTest, WaitTransferReturnsWhenItsRequestIsFinalOrItsTimeoutPasses) {
+  Target target;
+  auto tcp = std::make_shared<FakeTransport>(FakeTransport::Mode::kHold);
+  auto initiator = MakeEngineWith(Overrides(nullptr, nullptr, tcp), /*enable_shm=*/false,
+                                  std::chrono::milliseconds(30000));
+  ASSERT_NE(initiator, nullptr);
+  auto handle = initiator->OpenSegment(target.engine->LocalSegmentName());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  std::vector<char> data(4096);
+  auto batch = initiator->AllocateBatch(2);
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  ASSERT_TRUE(initiator
+                  ->SubmitTransfer(
+                      *batch, {Request(OpCode::kWrite, data.data(), *handle, target.Plain(), 100),
+                               Request(OpCode::kWrite, data.data(), *handle, target.Plain(), 200)})
+                  .ok());
+  using std::chrono::milliseconds;
+  // Nothing final: the wait lasts its timeout and reports the request still in flight.
+  auto started = std::chrono::steady_clock::now();
+  auto status = initiator->WaitTransfer(*batch, 0, milliseconds(60));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, TransferState::kPending);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, milliseconds(55));
+  EXPECT_EQ(initiator->WaitTransfer(*batch, 2, milliseconds(10)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // The request ends while the batch does not: the waiter wakes then, not at its timeout.
+  std::thread release([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    tcp->ReleaseOldest();
+  });
+  started = std::chrono::steady_clock::now();
+  status = initiator->WaitTransfer(*batch, 0, milliseconds(20000));
+  const auto waited = std::chrono::steady_clock::now() - started;
+  release.join();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->state, TransferState::kFailed);
+  EXPECT_EQ(status->reason, "released");
+  EXPECT_LT(waited, milliseconds(5000));
+  EXPECT_EQ(initiator->WaitTransfer(*batch, 1, milliseconds(10))->state, TransferState::kPending);
+  tcp->ReleaseHeld();
+  EXPECT_EQ(initiator->WaitTransfer(*batch, 1, milliseconds(10))->state, TransferState::kFailed);
+  EXPECT_TRUE(initiator->WaitAndFreeBatch(*batch).ok());
 }
 
 }  // namespace

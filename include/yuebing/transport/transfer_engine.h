@@ -192,6 +192,12 @@ class TransferEngine {
   // Status of the `task_id`-th request submitted to `batch` (0-based, over all submissions).
   virtual absl::StatusOr<TransferStatus> GetTransferStatus(BatchId batch, size_t task_id) = 0;
 
+  // Blocks until the `task_id`-th request of `batch` is final or `timeout` passes, and returns its
+  // status then (still WAITING or PENDING when the timeout passed first). Lets a caller work on
+  // the requests that ended while later ones are still moving. Errors: as GetTransferStatus.
+  virtual absl::StatusOr<TransferStatus> WaitTransfer(BatchId batch, size_t task_id,
+                                                      std::chrono::milliseconds timeout) = 0;
+
   // Blocks until every request of the batch is final or `timeout` passes; returns the statuses.
   virtual absl::StatusOr<std::vector<TransferStatus>> WaitBatch(
       BatchId batch, std::chrono::milliseconds timeout) = 0;

@@ -1,0 +1,238 @@
+#include "store/verified_reads.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "yuebing/common/checksum.h"
+
+namespace yuebing::store {
+namespace {
+
+using transport::TransferRequest;
+using transport::TransferState;
+using transport::TransferStatus;
+
+// Below this many bytes an object's hash takes a few microseconds, less than waking the helper.
+constexpr uint64_t kHelperMinObjectBytes = 256 << 10;
+constexpr size_t kNoTask = static_cast<size_t>(-1);
+// How long the caller waits for one object before leaving the rest to after the batch (a slow or
+// stuck transfer then ends by its own deadline in WaitAndFreeBatch).
+constexpr std::chrono::milliseconds kProgressiveWait{1000};
+constexpr std::chrono::milliseconds kNow{0};
+
+uint64_t BytesOf(const VerifiedReads::Object& object) {
+  uint64_t total = 0;
+  for (absl::string_view piece : object.bytes) total += piece.size();
+  return total;
+}
+
+bool Verified(const VerifiedReads::Object& object) { return object.checksum != kNoChecksum; }
+
+std::vector<TransferStatus> FailedStatuses(size_t count, const std::string& reason) {
+  std::vector<TransferStatus> statuses(count);
+  for (TransferStatus& status : statuses) {
+    status.state = TransferState::kFailed;
+    status.reason = reason;
+  }
+  return statuses;
+}
+
+}  // namespace
+
+VerifiedReads::~VerifiedReads() {
+  std::thread helper;
+  {
+    yuebing::MutexLock lock(&mu_);
+    stopping_ = true;
+    work_.SignalAll();
+    helper = std::move(helper_);
+  }
+  if (helper.joinable()) helper.join();
+}
+
+uint64_t VerifiedReads::HelperVerifications() const {
+  return helper_verifications_.load(std::memory_order_relaxed);
+}
+
+void VerifiedReads::Submit(transport::BatchId batch, const std::vector<TransferRequest>& requests,
+                           const std::vector<Object>& objects, size_t begin, size_t end,
+                           size_t* next_task, std::vector<size_t>* task_of,
+                           std::vector<std::string>* refused) {
+  if (begin >= end) return;
+  const size_t first = objects[begin].first_request;
+  const size_t last = objects[end - 1].first_request + objects[end - 1].request_count;
+  if (first >= last) return;
+  absl::Status status =
+      engine_->SubmitTransfer(batch, absl::MakeConstSpan(requests).subspan(first, last - first));
+  for (size_t r = first; r < last; ++r) {
+    if (status.ok()) {
+      (*task_of)[r] = (*next_task)++;
+    } else {
+      (*refused)[r] = std::string(status.message());
+    }
+  }
+}
+
+bool VerifiedReads::WaitFinal(transport::BatchId batch, const Object& object,
+                              const std::vector<size_t>& task_of,
+                              std::chrono::milliseconds timeout) {
+  for (size_t r = object.first_request; r < object.first_request + object.request_count; ++r) {
+    if (task_of[r] == kNoTask) continue;  // refused: final, failed
+    absl::StatusOr<TransferStatus> status = engine_->WaitTransfer(batch, task_of[r], timeout);
+    if (!status.ok() || status->state == TransferState::kWaiting ||
+        status->state == TransferState::kPending) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool VerifiedReads::Completed(transport::BatchId batch, const Object& object,
+                              const std::vector<size_t>& task_of) {
+  for (size_t r = object.first_request; r < object.first_request + object.request_count; ++r) {
+    if (task_of[r] == kNoTask) return false;
+    absl::StatusOr<TransferStatus> status = engine_->GetTransferStatus(batch, task_of[r]);
+    if (!status.ok() || status->state != TransferState::kCompleted) return false;
+  }
+  return true;
+}
+
+VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& requests,
+                                          const std::vector<Object>& objects) {
+  Outcome outcome;
+  outcome.checksum_ok.assign(objects.size(), true);
+  if (requests.empty()) return outcome;
+  absl::StatusOr<transport::BatchId> batch = engine_->AllocateBatch(requests.size());
+  if (!batch.ok()) {
+    outcome.statuses = FailedStatuses(requests.size(), std::string(batch.status().message()));
+    return outcome;
+  }
+  size_t large = 0;
+  for (const Object& object : objects) {
+    if (Verified(object) && BytesOf(object) >= kHelperMinObjectBytes) ++large;
+  }
+  std::vector<size_t> task_of(requests.size(), kNoTask);
+  std::vector<std::string> refused(requests.size());
+  std::vector<uint8_t> match(objects.size(), 1);
+  std::vector<uint8_t> checked(objects.size(), 0);
+  size_t next_task = 0;
+  auto pending = std::make_shared<Pending>();
+  // The first two objects go together (never a lone request, which TCP would send and read on
+  // this thread); if they are final on return, the path copies synchronously and the rest go one
+  // object at a time, each hashed by the helper while the next one is copied.
+  const size_t head = large >= 2 ? std::min<size_t>(2, objects.size()) : objects.size();
+  Submit(*batch, requests, objects, 0, head, &next_task, &task_of, &refused);
+  bool synchronous = head < objects.size();
+  for (size_t i = 0; i < head && synchronous; ++i)
+    synchronous = WaitFinal(*batch, objects[i], task_of, kNow);
+  auto hand_over = [&](size_t i) {
+    if (!Verified(objects[i]) || !Completed(*batch, objects[i], task_of)) return;
+    checked[i] = 1;
+    if (BytesOf(objects[i]) < kHelperMinObjectBytes) {
+      match[i] = ChecksumMatches(objects[i].checksum, objects[i].bytes);
+      return;
+    }
+    {
+      yuebing::MutexLock lock(&pending->mu);
+      ++pending->left;
+    }
+    Enqueue(Job{&objects[i], &match[i], pending});
+  };
+  if (synchronous) {
+    for (size_t i = 0; i < head; ++i) hand_over(i);
+    for (size_t i = head; i < objects.size(); ++i) {
+      Submit(*batch, requests, objects, i, i + 1, &next_task, &task_of, &refused);
+      hand_over(i);
+    }
+  } else {
+    Submit(*batch, requests, objects, head, objects.size(), &next_task, &task_of, &refused);
+    // Verify each object as soon as its bytes are in (still in the cache), while later ones move.
+    for (size_t i = 0; i < objects.size() && large >= 2; ++i) {
+      if (!Verified(objects[i])) continue;
+      if (!WaitFinal(*batch, objects[i], task_of, kProgressiveWait))
+        break;  // slow: the rest after the batch
+      if (Completed(*batch, objects[i], task_of)) {
+        checked[i] = 1;
+        match[i] = ChecksumMatches(objects[i].checksum, objects[i].bytes);
+      }
+    }
+  }
+  absl::StatusOr<std::vector<TransferStatus>> tasks = engine_->WaitAndFreeBatch(*batch);
+  Finish(pending);
+  outcome.statuses.resize(requests.size());
+  for (size_t r = 0; r < requests.size(); ++r) {
+    TransferStatus& status = outcome.statuses[r];
+    if (task_of[r] == kNoTask) {
+      status.state = TransferState::kFailed;
+      status.reason = refused[r];
+    } else if (!tasks.ok()) {
+      status.state = TransferState::kFailed;
+      status.reason = std::string(tasks.status().message());
+    } else {
+      status = (*tasks)[task_of[r]];
+    }
+  }
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const Object& object = objects[i];
+    bool completed = true;
+    for (size_t r = object.first_request; r < object.first_request + object.request_count; ++r) {
+      completed = completed && outcome.statuses[r].state == TransferState::kCompleted;
+    }
+    if (!completed || !Verified(object)) continue;
+    if (!checked[i]) match[i] = ChecksumMatches(object.checksum, object.bytes);
+    outcome.checksum_ok[i] = match[i] != 0;
+  }
+  return outcome;
+}
+
+void VerifiedReads::Enqueue(const Job& job) {
+  yuebing::MutexLock lock(&mu_);
+  queue_.push_back(job);
+  if (!helper_.joinable()) {
+    helper_ = std::thread([this] { HelperLoop(); });
+  }
+  work_.Signal();
+}
+
+void VerifiedReads::Finish(const std::shared_ptr<Pending>& pending) {
+  std::vector<Job> mine;
+  {
+    yuebing::MutexLock lock(&mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if (it->pending == pending) {
+        mine.push_back(*it);
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const Job& job : mine) Verify(job);
+  yuebing::MutexLock lock(&pending->mu);
+  pending->left -= mine.size();
+  while (pending->left > 0) pending->done.Wait(&pending->mu);
+}
+
+void VerifiedReads::Verify(const Job& job) {
+  *job.match = ChecksumMatches(job.object->checksum, job.object->bytes) ? 1 : 0;
+}
+
+void VerifiedReads::HelperLoop() {
+  while (true) {
+    Job job;
+    {
+      yuebing::MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) work_.Wait(&mu_);
+      if (queue_.empty()) return;  // stopping, and every Run has finished its jobs
+      job = queue_.front();
+      queue_.pop_front();
+    }
+    Verify(job);
+    helper_verifications_.fetch_add(1, std::memory_order_relaxed);
+    yuebing::MutexLock done(&job.pending->mu);
+    if (--job.pending->left == 0) job.pending->done.SignalAll();
+  }
+}
+
+}  // namespace yuebing::store
