@@ -124,8 +124,9 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
   const size_t head = large >= 2 ? std::min<size_t>(2, objects.size()) : objects.size();
   Submit(*batch, requests, objects, 0, head, &next_task, &task_of, &refused);
   bool synchronous = head < objects.size();
-  for (size_t i = 0; i < head && synchronous; ++i)
+  for (size_t i = 0; i < head && synchronous; ++i) {
     synchronous = WaitFinal(*batch, objects[i], task_of, kNow);
+  }
   auto hand_over = [&](size_t i) {
     if (!Verified(objects[i]) || !Completed(*batch, objects[i], task_of)) return;
     checked[i] = 1;
@@ -150,8 +151,8 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
     // Verify each object as soon as its bytes are in (still in the cache), while later ones move.
     for (size_t i = 0; i < objects.size() && large >= 2; ++i) {
       if (!Verified(objects[i])) continue;
-      if (!WaitFinal(*batch, objects[i], task_of, kProgressiveWait))
-        break;  // slow: the rest after the batch
+      // A slow transfer: the rest are verified after the batch, which ends by its deadlines.
+      if (!WaitFinal(*batch, objects[i], task_of, kProgressiveWait)) break;
       if (Completed(*batch, objects[i], task_of)) {
         checked[i] = 1;
         match[i] = ChecksumMatches(objects[i].checksum, objects[i].bytes);
