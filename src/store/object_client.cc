@@ -90,7 +90,7 @@ ObjectClient::ObjectClient(const ClientConfig& config, master::ClientId id,
       engine_(engine),
       master_(master),
       host_(HostOf(engine->LocalSegmentName())),
-      verified_reads_(engine) {}
+      verified_reads_(engine, &checksum_worker_) {}
 
 absl::StatusOr<uint64_t> ObjectClient::GetSize(const std::string& key) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
@@ -184,7 +184,25 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
     index.push_back(i);
     start_keys.push_back(keys[i]);
     sizes.push_back(size);
-    checksums.push_back(config_.enable_checksum ? ObjectChecksum(parts[i]) : kNoChecksum);
+  }
+  checksums.assign(index.size(), kNoChecksum);
+  if (config_.enable_checksum) {
+    // Two or more large values are hashed by this thread and the worker's helper together.
+    const bool share = std::count_if(sizes.begin(), sizes.end(), [](uint64_t size) {
+                         return size >= ChecksumWorker::kMinBytes;
+                       }) >= 2;
+    ChecksumWorker::Group hashing;
+    for (size_t j = 0; j < index.size(); ++j) {
+      if (share && sizes[j] >= ChecksumWorker::kMinBytes) {
+        checksum_worker_.Add(&hashing, parts[index[j]], &checksums[j]);
+      }
+    }
+    for (size_t j = 0; j < index.size(); ++j) {
+      if (!share || sizes[j] < ChecksumWorker::kMinBytes) {
+        checksums[j] = ObjectChecksum(parts[index[j]]);
+      }
+    }
+    checksum_worker_.Wait(&hashing);
   }
   puts_.fetch_add(index.size(), std::memory_order_relaxed);
   if (index.empty()) return results;

@@ -1,8 +1,8 @@
 #include "store/verified_reads.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
-#include <utility>
 
 #include "yuebing/common/checksum.h"
 
@@ -13,8 +13,6 @@ using transport::TransferRequest;
 using transport::TransferState;
 using transport::TransferStatus;
 
-// Below this many bytes an object's hash takes a few microseconds, less than waking the helper.
-constexpr uint64_t kHelperMinObjectBytes = 256 << 10;
 constexpr size_t kNoTask = static_cast<size_t>(-1);
 // How long the caller waits for one object before leaving the rest to after the batch (a slow or
 // stuck transfer then ends by its own deadline in WaitAndFreeBatch).
@@ -39,21 +37,6 @@ std::vector<TransferStatus> FailedStatuses(size_t count, const std::string& reas
 }
 
 }  // namespace
-
-VerifiedReads::~VerifiedReads() {
-  std::thread helper;
-  {
-    yuebing::MutexLock lock(&mu_);
-    stopping_ = true;
-    work_.SignalAll();
-    helper = std::move(helper_);
-  }
-  if (helper.joinable()) helper.join();
-}
-
-uint64_t VerifiedReads::HelperVerifications() const {
-  return helper_verifications_.load(std::memory_order_relaxed);
-}
 
 void VerifiedReads::Submit(transport::BatchId batch, const std::vector<TransferRequest>& requests,
                            const std::vector<Object>& objects, size_t begin, size_t end,
@@ -110,14 +93,13 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
   }
   size_t large = 0;
   for (const Object& object : objects) {
-    if (Verified(object) && BytesOf(object) >= kHelperMinObjectBytes) ++large;
+    if (Verified(object) && BytesOf(object) >= ChecksumWorker::kMinBytes) ++large;
   }
   std::vector<size_t> task_of(requests.size(), kNoTask);
   std::vector<std::string> refused(requests.size());
-  std::vector<uint8_t> match(objects.size(), 1);
-  std::vector<uint8_t> checked(objects.size(), 0);
+  std::vector<uint64_t> computed(objects.size(), kNoChecksum);  // kNoChecksum: not yet
   size_t next_task = 0;
-  auto pending = std::make_shared<Pending>();
+  ChecksumWorker::Group hashing;
   // The first two objects go together (never a lone request, which TCP would send and read on
   // this thread); if they are final on return, the path copies synchronously and the rest go one
   // object at a time, each hashed by the helper while the next one is copied.
@@ -129,16 +111,11 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
   }
   auto hand_over = [&](size_t i) {
     if (!Verified(objects[i]) || !Completed(*batch, objects[i], task_of)) return;
-    checked[i] = 1;
-    if (BytesOf(objects[i]) < kHelperMinObjectBytes) {
-      match[i] = ChecksumMatches(objects[i].checksum, objects[i].bytes);
-      return;
+    if (BytesOf(objects[i]) < ChecksumWorker::kMinBytes) {
+      computed[i] = ObjectChecksum(objects[i].bytes);
+    } else {
+      worker_->Add(&hashing, objects[i].bytes, &computed[i]);
     }
-    {
-      yuebing::MutexLock lock(&pending->mu);
-      ++pending->left;
-    }
-    Enqueue(Job{&objects[i], &match[i], pending});
   };
   if (synchronous) {
     for (size_t i = 0; i < head; ++i) hand_over(i);
@@ -153,14 +130,11 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
       if (!Verified(objects[i])) continue;
       // A slow transfer: the rest are verified after the batch, which ends by its deadlines.
       if (!WaitFinal(*batch, objects[i], task_of, kProgressiveWait)) break;
-      if (Completed(*batch, objects[i], task_of)) {
-        checked[i] = 1;
-        match[i] = ChecksumMatches(objects[i].checksum, objects[i].bytes);
-      }
+      if (Completed(*batch, objects[i], task_of)) computed[i] = ObjectChecksum(objects[i].bytes);
     }
   }
   absl::StatusOr<std::vector<TransferStatus>> tasks = engine_->WaitAndFreeBatch(*batch);
-  Finish(pending);
+  worker_->Wait(&hashing);
   outcome.statuses.resize(requests.size());
   for (size_t r = 0; r < requests.size(); ++r) {
     TransferStatus& status = outcome.statuses[r];
@@ -181,59 +155,10 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
       completed = completed && outcome.statuses[r].state == TransferState::kCompleted;
     }
     if (!completed || !Verified(object)) continue;
-    if (!checked[i]) match[i] = ChecksumMatches(object.checksum, object.bytes);
-    outcome.checksum_ok[i] = match[i] != 0;
+    if (computed[i] == kNoChecksum) computed[i] = ObjectChecksum(object.bytes);
+    outcome.checksum_ok[i] = computed[i] == object.checksum;
   }
   return outcome;
-}
-
-void VerifiedReads::Enqueue(const Job& job) {
-  yuebing::MutexLock lock(&mu_);
-  queue_.push_back(job);
-  if (!helper_.joinable()) {
-    helper_ = std::thread([this] { HelperLoop(); });
-  }
-  work_.Signal();
-}
-
-void VerifiedReads::Finish(const std::shared_ptr<Pending>& pending) {
-  std::vector<Job> mine;
-  {
-    yuebing::MutexLock lock(&mu_);
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if (it->pending == pending) {
-        mine.push_back(*it);
-        it = queue_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (const Job& job : mine) Verify(job);
-  yuebing::MutexLock lock(&pending->mu);
-  pending->left -= mine.size();
-  while (pending->left > 0) pending->done.Wait(&pending->mu);
-}
-
-void VerifiedReads::Verify(const Job& job) {
-  *job.match = ChecksumMatches(job.object->checksum, job.object->bytes) ? 1 : 0;
-}
-
-void VerifiedReads::HelperLoop() {
-  while (true) {
-    Job job;
-    {
-      yuebing::MutexLock lock(&mu_);
-      while (!stopping_ && queue_.empty()) work_.Wait(&mu_);
-      if (queue_.empty()) return;  // stopping, and every Run has finished its jobs
-      job = queue_.front();
-      queue_.pop_front();
-    }
-    Verify(job);
-    helper_verifications_.fetch_add(1, std::memory_order_relaxed);
-    yuebing::MutexLock done(&job.pending->mu);
-    if (--job.pending->left == 0) job.pending->done.SignalAll();
-  }
 }
 
 }  // namespace yuebing::store

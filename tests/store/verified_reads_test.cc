@@ -102,7 +102,8 @@ class VerifiedReadsTest : public ::testing::TestWithParam<Path> {};
 TEST_P(VerifiedReadsTest, VerifiesEveryObjectAndFlagsOnlyTheCorruptedOne) {
   Remote remote(GetParam());
   remote.Object(3)[kObjectBytes / 3] ^= 0x5a;  // the store's copy no longer matches its record
-  VerifiedReads reads(remote.initiator());
+  ChecksumWorker worker;
+  VerifiedReads reads(remote.initiator(), &worker);
   ReadAll call(remote, OddOnesSplit);
   VerifiedReads::Outcome outcome = reads.Run(call.requests, call.objects);
   ASSERT_EQ(outcome.statuses.size(), call.requests.size());
@@ -118,16 +119,17 @@ TEST_P(VerifiedReadsTest, VerifiesEveryObjectAndFlagsOnlyTheCorruptedOne) {
   // Shared memory copies inside SubmitTransfer: all but what the caller took back at the end were
   // hashed by the helper. TCP completes later: the caller verifies after the batch.
   if (GetParam() == Path::kShm) {
-    EXPECT_GT(reads.HelperVerifications(), 0u);
+    EXPECT_GT(worker.HelperJobs(), 0u);
   } else {
-    EXPECT_EQ(reads.HelperVerifications(), 0u);
+    EXPECT_EQ(worker.HelperJobs(), 0u);
   }
 }
 
 TEST_P(VerifiedReadsTest, ObjectsWithoutARecordedChecksumAreNotVerified) {
   Remote remote(GetParam());
   remote.Object(1)[7] ^= 1;
-  VerifiedReads reads(remote.initiator());
+  ChecksumWorker worker;
+  VerifiedReads reads(remote.initiator(), &worker);
   ReadAll call(remote, Whole);
   call.objects[1].checksum = kNoChecksum;
   VerifiedReads::Outcome outcome = reads.Run(call.requests, call.objects);
@@ -138,7 +140,8 @@ TEST_P(VerifiedReadsTest, ObjectsWithoutARecordedChecksumAreNotVerified) {
 TEST_P(VerifiedReadsTest, ConcurrentCallsShareTheHelperAndEachGetsItsOwnResults) {
   Remote remote(GetParam());
   remote.Object(5)[0] ^= 1;
-  VerifiedReads reads(remote.initiator());
+  ChecksumWorker worker;
+  VerifiedReads reads(remote.initiator(), &worker);
   std::vector<std::thread> threads;
   std::vector<int> wrong(4, 0);
   for (size_t t = 0; t < wrong.size(); ++t) {
@@ -162,7 +165,8 @@ INSTANTIATE_TEST_SUITE_P(Paths, VerifiedReadsTest, ::testing::Values(Path::kTcp,
 
 TEST(VerifiedReadsShmTest, ARefusedSubmissionFailsOnlyItsObject) {
   Remote remote(Path::kShm);
-  VerifiedReads reads(remote.initiator());
+  ChecksumWorker worker;
+  VerifiedReads reads(remote.initiator(), &worker);
   ReadAll call(remote, Whole);
   call.requests[call.objects[3].first_request].target_id = remote.handle() + 1000;  // no segment
   VerifiedReads::Outcome outcome = reads.Run(call.requests, call.objects);
