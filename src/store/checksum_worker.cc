@@ -22,6 +22,7 @@ void ChecksumWorker::Add(Group* group, absl::Span<const absl::string_view> piece
     yuebing::MutexLock lock(&group->state_->mu);
     ++group->state_->left;
   }
+  jobs_added_.fetch_add(1, std::memory_order_relaxed);
   yuebing::MutexLock lock(&mu_);
   queue_.push_back(Job{pieces, out, group->state_});
   if (!helper_.joinable()) helper_ = std::thread([this] { HelperLoop(); });

@@ -58,7 +58,8 @@ class ChecksumWorker {
   // the ones it took.
   void Wait(Group* group);
 
-  // Jobs the helper thread has run so far (tests and benchmarks).
+  // Jobs added so far, and those of them the helper thread has run (tests and benchmarks).
+  uint64_t JobsAdded() const { return jobs_added_.load(std::memory_order_relaxed); }
   uint64_t HelperJobs() const { return helper_jobs_.load(std::memory_order_relaxed); }
 
  private:
@@ -75,6 +76,7 @@ class ChecksumWorker {
   std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread helper_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> jobs_added_{0};
   std::atomic<uint64_t> helper_jobs_{0};
 };
 

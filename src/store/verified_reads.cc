@@ -100,12 +100,17 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
   std::vector<uint64_t> computed(objects.size(), kNoChecksum);  // kNoChecksum: not yet
   size_t next_task = 0;
   ChecksumWorker::Group hashing;
-  // The first two objects go together (never a lone request, which TCP would send and read on
-  // this thread); if they are final on return, the path copies synchronously and the rest go one
-  // object at a time, each hashed by the helper while the next one is copied.
+  // The first two objects go together; if they are final on return and none of their bytes went
+  // to TCP or RDMA, the path copies synchronously and the rest go one object at a time, each
+  // hashed by the helper while the next one is copied. (A TCP read submitted alone to its peer
+  // may also be final on return, its reply read by this thread: one at a time, such reads would
+  // run one after the other instead of in parallel.)
   const size_t head = large >= 2 ? std::min<size_t>(2, objects.size()) : objects.size();
+  const transport::TransferEngineStats before = engine_->Stats();
   Submit(*batch, requests, objects, 0, head, &next_task, &task_of, &refused);
-  bool synchronous = head < objects.size();
+  const transport::TransferEngineStats after = engine_->Stats();
+  bool synchronous = head < objects.size() && after.tcp_bytes == before.tcp_bytes &&
+                     after.rdma_bytes == before.rdma_bytes;
   for (size_t i = 0; i < head && synchronous; ++i) {
     synchronous = WaitFinal(*batch, objects[i], task_of, kNow);
   }

@@ -42,6 +42,7 @@ TEST(ChecksumWorkerTest, EveryJobGetsTheChecksumOfItsPieces) {
   for (size_t i = 0; i < values.size(); ++i) {
     EXPECT_EQ(out[i], ObjectChecksum(values[i])) << "value " << i;
   }
+  EXPECT_EQ(worker.JobsAdded(), values.size());
   EXPECT_LE(worker.HelperJobs(), values.size());
 }
 

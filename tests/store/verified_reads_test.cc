@@ -53,6 +53,7 @@ class Remote {
   char* Object(size_t i) { return buffer_ + i * kObjectBytes; }
   uint64_t Address(size_t i) { return reinterpret_cast<uint64_t>(Object(i)); }
   TransferEngine* initiator() { return initiator_.get(); }
+  std::string SegmentName() const { return target_->LocalSegmentName(); }
   SegmentHandle handle() const { return handle_; }
 
  private:
@@ -116,13 +117,10 @@ TEST_P(VerifiedReadsTest, VerifiesEveryObjectAndFlagsOnlyTheCorruptedOne) {
       EXPECT_TRUE(MatchesPattern(call.local[i].data(), kObjectBytes, i)) << i;
     }
   }
-  // Shared memory copies inside SubmitTransfer: all but what the caller took back at the end were
-  // hashed by the helper. TCP completes later: the caller verifies after the batch.
-  if (GetParam() == Path::kShm) {
-    EXPECT_GT(worker.HelperJobs(), 0u);
-  } else {
-    EXPECT_EQ(worker.HelperJobs(), 0u);
-  }
+  // Shared memory copies inside SubmitTransfer: each object went to the checksum worker as soon
+  // as it was copied (the helper or, at the end, the caller hashed it). Over TCP the caller
+  // hashes each object once it is in.
+  EXPECT_EQ(worker.JobsAdded(), GetParam() == Path::kShm ? kObjects : 0u);
 }
 
 TEST_P(VerifiedReadsTest, ObjectsWithoutARecordedChecksumAreNotVerified) {
@@ -162,6 +160,30 @@ TEST_P(VerifiedReadsTest, ConcurrentCallsShareTheHelperAndEachGetsItsOwnResults)
 
 INSTANTIATE_TEST_SUITE_P(Paths, VerifiedReadsTest, ::testing::Values(Path::kTcp, Path::kShm),
                          [](const auto& info) { return info.param == Path::kTcp ? "Tcp" : "Shm"; });
+
+TEST(VerifiedReadsTcpTest, ObjectsOnTwoPeersAreNotReadOneAtATime) {
+  // Each of the first two objects is alone on its peer: TCP may send it and read its reply on the
+  // submitting thread, so both can be final when SubmitTransfer returns. That must not be taken
+  // for a synchronous path (which would submit the rest one object at a time).
+  Remote first(Path::kTcp), second(Path::kTcp);
+  auto handle = first.initiator()->OpenSegment(second.SegmentName());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  for (int call = 0; call < 5; ++call) {
+    ChecksumWorker worker;
+    VerifiedReads reads(first.initiator(), &worker);
+    ReadAll all(first, Whole);
+    for (size_t i = 1; i < kObjects; i += 2) {  // odd objects from the second peer
+      all.requests[all.objects[i].first_request].target_id = *handle;
+      all.requests[all.objects[i].first_request].target_offset = second.Address(i);
+    }
+    VerifiedReads::Outcome outcome = reads.Run(all.requests, all.objects);
+    for (size_t i = 0; i < kObjects; ++i) {
+      EXPECT_TRUE(outcome.checksum_ok[i]) << i;
+      EXPECT_TRUE(MatchesPattern(all.local[i].data(), kObjectBytes, i)) << i;
+    }
+    EXPECT_EQ(worker.JobsAdded(), 0u) << "call " << call;
+  }
+}
 
 TEST(VerifiedReadsShmTest, ARefusedSubmissionFailsOnlyItsObject) {
   Remote remote(Path::kShm);
