@@ -432,25 +432,26 @@ void TransferEngineImpl::Route(PeerSegment* target, absl::Span<Transport* const>
            "the last transport of a chain accepts every request it is offered");
 }
 
-absl::StatusOr<TransferStatus> TransferEngineImpl::GetTransferStatus(BatchId batch_id,
-                                                                     size_t task_id) {
+absl::StatusOr<std::shared_ptr<TransferBatch>> TransferEngineImpl::FindBatchWithTask(
+    BatchId batch_id, size_t task_id) {
   std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
   if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
   if (task_id >= batch->size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("task ", task_id, " not submitted to batch ", batch_id));
   }
+  return batch;
+}
+
+absl::StatusOr<TransferStatus> TransferEngineImpl::GetTransferStatus(BatchId batch_id,
+                                                                     size_t task_id) {
+  YB_ASSIGN_OR_RETURN(std::shared_ptr<TransferBatch> batch, FindBatchWithTask(batch_id, task_id));
   return batch->task(task_id).Status();
 }
 
 absl::StatusOr<TransferStatus> TransferEngineImpl::WaitTransfer(BatchId batch_id, size_t task_id,
                                                                 std::chrono::milliseconds timeout) {
-  std::shared_ptr<TransferBatch> batch = FindBatch(batch_id);
-  if (batch == nullptr) return absl::InvalidArgumentError(absl::StrCat("no batch ", batch_id));
-  if (task_id >= batch->size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("task ", task_id, " not submitted to batch ", batch_id));
-  }
+  YB_ASSIGN_OR_RETURN(std::shared_ptr<TransferBatch> batch, FindBatchWithTask(batch_id, task_id));
   batch->WaitTaskFinal(task_id, timeout);
   return batch->task(task_id).Status();
 }

@@ -99,6 +99,8 @@ class TransferEngineImpl final : public TransferEngine {
   absl::StatusOr<std::shared_ptr<PeerSegment>> FindSegment(SegmentHandle handle);
   absl::Status Refresh(PeerSegment& segment);
   std::shared_ptr<TransferBatch> FindBatch(BatchId batch);
+  // The batch, when it exists and `task_id` was submitted to it; kInvalidArgument otherwise.
+  absl::StatusOr<std::shared_ptr<TransferBatch>> FindBatchWithTask(BatchId batch, size_t task_id);
   // Offers `work` (requests to `target`) to each transport of `chain` in turn.
   static void Route(PeerSegment* target, absl::Span<Transport* const> chain, TransferBatch* batch,
                     std::vector<TransportWork>& work, SteadyTime deadline);
