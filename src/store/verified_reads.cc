@@ -57,28 +57,23 @@ void VerifiedReads::Submit(transport::BatchId batch, const std::vector<TransferR
   }
 }
 
-bool VerifiedReads::WaitFinal(transport::BatchId batch, const Object& object,
-                              const std::vector<size_t>& task_of,
-                              std::chrono::milliseconds timeout) {
+VerifiedReads::Progress VerifiedReads::WaitObject(transport::BatchId batch, const Object& object,
+                                                  const std::vector<size_t>& task_of,
+                                                  std::chrono::milliseconds timeout) {
+  Progress progress = Progress::kCompleted;
   for (size_t r = object.first_request; r < object.first_request + object.request_count; ++r) {
-    if (task_of[r] == kNoTask) continue;  // refused: final, failed
+    if (task_of[r] == kNoTask) {  // refused: final, failed
+      progress = Progress::kFailed;
+      continue;
+    }
     absl::StatusOr<TransferStatus> status = engine_->WaitTransfer(batch, task_of[r], timeout);
     if (!status.ok() || status->state == TransferState::kWaiting ||
         status->state == TransferState::kPending) {
-      return false;
+      return Progress::kMoving;
     }
+    if (status->state != TransferState::kCompleted) progress = Progress::kFailed;
   }
-  return true;
-}
-
-bool VerifiedReads::Completed(transport::BatchId batch, const Object& object,
-                              const std::vector<size_t>& task_of) {
-  for (size_t r = object.first_request; r < object.first_request + object.request_count; ++r) {
-    if (task_of[r] == kNoTask) return false;
-    absl::StatusOr<TransferStatus> status = engine_->GetTransferStatus(batch, task_of[r]);
-    if (!status.ok() || status->state != TransferState::kCompleted) return false;
-  }
-  return true;
+  return progress;
 }
 
 VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& requests,
@@ -111,11 +106,14 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
   const transport::TransferEngineStats after = engine_->Stats();
   bool synchronous = head < objects.size() && after.tcp_bytes == before.tcp_bytes &&
                      after.rdma_bytes == before.rdma_bytes;
+  std::vector<Progress> head_progress(head);
   for (size_t i = 0; i < head && synchronous; ++i) {
-    synchronous = WaitFinal(*batch, objects[i], task_of, kNow);
+    head_progress[i] = WaitObject(*batch, objects[i], task_of, kNow);
+    synchronous = head_progress[i] != Progress::kMoving;
   }
-  auto hand_over = [&](size_t i) {
-    if (!Verified(objects[i]) || !Completed(*batch, objects[i], task_of)) return;
+  // Hashes object i, copied (`progress`), beside the caller when it is large.
+  auto hand_over = [&](size_t i, Progress progress) {
+    if (!Verified(objects[i]) || progress != Progress::kCompleted) return;
     if (BytesOf(objects[i]) < ChecksumWorker::kMinBytes) {
       computed[i] = ObjectChecksum(objects[i].bytes);
     } else {
@@ -123,19 +121,20 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
     }
   };
   if (synchronous) {
-    for (size_t i = 0; i < head; ++i) hand_over(i);
+    for (size_t i = 0; i < head; ++i) hand_over(i, head_progress[i]);
     for (size_t i = head; i < objects.size(); ++i) {
       Submit(*batch, requests, objects, i, i + 1, &next_task, &task_of, &refused);
-      hand_over(i);
+      hand_over(i, WaitObject(*batch, objects[i], task_of, kNow));
     }
   } else {
     Submit(*batch, requests, objects, head, objects.size(), &next_task, &task_of, &refused);
     // Verify each object as soon as its bytes are in (still in the cache), while later ones move.
     for (size_t i = 0; i < objects.size() && large >= 2; ++i) {
       if (!Verified(objects[i])) continue;
+      const Progress progress = WaitObject(*batch, objects[i], task_of, kProgressiveWait);
       // A slow transfer: the rest are verified after the batch, which ends by its deadlines.
-      if (!WaitFinal(*batch, objects[i], task_of, kProgressiveWait)) break;
-      if (Completed(*batch, objects[i], task_of)) computed[i] = ObjectChecksum(objects[i].bytes);
+      if (progress == Progress::kMoving) break;
+      if (progress == Progress::kCompleted) computed[i] = ObjectChecksum(objects[i].bytes);
     }
   }
   absl::StatusOr<std::vector<TransferStatus>> tasks = engine_->WaitAndFreeBatch(*batch);

@@ -56,12 +56,14 @@ class VerifiedReads {
   void Submit(transport::BatchId batch, const std::vector<transport::TransferRequest>& requests,
               const std::vector<Object>& objects, size_t begin, size_t end, size_t* next_task,
               std::vector<size_t>* task_of, std::vector<std::string>* refused);
-  // Waits up to `timeout` until every request of `object` is final; false when one is not yet.
-  bool WaitFinal(transport::BatchId batch, const Object& object, const std::vector<size_t>& task_of,
-                 std::chrono::milliseconds timeout);
-  // True when every request of `object` was submitted and has COMPLETED.
-  bool Completed(transport::BatchId batch, const Object& object,
-                 const std::vector<size_t>& task_of);
+  enum class Progress {
+    kMoving,     // a request of the object is not final yet
+    kCompleted,  // every request was submitted and COMPLETED: its bytes are in
+    kFailed,     // every request is final, and one was refused or did not complete
+  };
+  // Waits up to `timeout` until every request of `object` is final, and says how it stands then.
+  Progress WaitObject(transport::BatchId batch, const Object& object,
+                      const std::vector<size_t>& task_of, std::chrono::milliseconds timeout);
 
   transport::TransferEngine* const engine_;
   ChecksumWorker* const worker_;
