@@ -398,11 +398,12 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       return true;
     };
     const bool acknowledges = request.ack() != 0;  // read now: a parked call may end at once
+    const uint64_t changes_seen = polls_.Changes();
     if (wait.count() == 0 || attempt(false)) {
       if (wait.count() == 0) attempt(true);
     } else {
       reply->Clear();
-      polls_.Park(std::move(attempt), Clock::now() + wait);
+      polls_.Park(std::move(attempt), Clock::now() + wait, changes_seen);
     }
     // An acknowledgement may let parked PutEnds answer: at once, on this thread, rather than
     // after waking the poll thread.
@@ -534,6 +535,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
     // Manifest changes this call made go out to their owners before its own reply does, so a
     // master killed right after answering has already sent them (docs/master.md).
     if (ChangesManifests(op)) polls_.RunNow();
+    const uint64_t changes_seen = polls_.Changes();
     if (await == nullptr || await->empty() || service_->ManifestsHave(*await)) {
       Answer(finish, op, outcome, start, reply);
       return;
@@ -546,7 +548,7 @@ class GrpcMasterServer::Handler final : public rpc::MasterService::CallbackServi
       Answer(finish, op, outcome, start, reply);
       return true;
     };
-    polls_.Park(std::move(attempt), Clock::now() + kMaxManifestWait);
+    polls_.Park(std::move(attempt), Clock::now() + kMaxManifestWait, changes_seen);
   }
 
   // Runs `body` if the call is admitted; an exception fails this call only.

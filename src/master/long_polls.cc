@@ -8,16 +8,36 @@
 
 namespace yuebing::master {
 
-LongPolls::LongPolls() : thread_(&LongPolls::Loop, this) {}
+LongPolls::LongPolls(std::chrono::milliseconds tick)
+    : tick_(tick), thread_(&LongPolls::Loop, this) {}
 
 LongPolls::~LongPolls() { Stop(); }
 
-void LongPolls::Park(Attempt attempt, Clock::time_point deadline) {
+uint64_t LongPolls::Changes() {
+  yuebing::MutexLock lock(&mu_);
+  return changes_;
+}
+
+uint64_t LongPolls::Wakeups() {
+  yuebing::MutexLock lock(&mu_);
+  return wakeups_;
+}
+
+void LongPolls::WakeIfNeeded(uint64_t changes_seen, Clock::time_point deadline) {
+  if (changes_ != changes_seen) {
+    notified_ = true;
+    cv_.Signal();
+  } else if (deadline < sleeping_until_) {
+    cv_.Signal();  // the thread sleeps past this deadline: it recomputes its wake-up
+  }
+}
+
+void LongPolls::Park(Attempt attempt, Clock::time_point deadline, uint64_t changes_seen) {
   {
     yuebing::MutexLock lock(&mu_);
     if (!stopping_) {
       parked_.push_back(Parked{std::move(attempt), deadline});
-      cv_.Signal();
+      WakeIfNeeded(changes_seen, deadline);
       return;
     }
   }
@@ -26,8 +46,10 @@ void LongPolls::Park(Attempt attempt, Clock::time_point deadline) {
 
 void LongPolls::Notify() {
   yuebing::MutexLock lock(&mu_);
+  ++changes_;
   // Nothing parked, or a wake-up already pending: waking the thread again would only cost a
-  // context switch per change.
+  // context switch per change. (Calls the thread is trying right now are retried when it sees
+  // that changes_ moved.)
   if (parked_.empty() || notified_) return;
   notified_ = true;
   cv_.Signal();
@@ -35,19 +57,25 @@ void LongPolls::Notify() {
 
 void LongPolls::RunNow() {
   std::vector<Parked> batch;
+  uint64_t changes_seen = 0;
   {
     yuebing::MutexLock lock(&mu_);
+    ++changes_;
     if (parked_.empty()) return;
     batch.swap(parked_);
+    changes_seen = changes_;
   }
   std::vector<Parked> keep;
+  Clock::time_point earliest = Clock::time_point::max();
   for (Parked& p : batch) {
-    if (!p.attempt(false)) keep.push_back(std::move(p));
+    if (p.attempt(false)) continue;
+    earliest = std::min(earliest, p.deadline);
+    keep.push_back(std::move(p));
   }
   if (keep.empty()) return;
   yuebing::MutexLock lock(&mu_);
   for (Parked& p : keep) parked_.push_back(std::move(p));
-  cv_.Signal();  // the loop recomputes its next deadline
+  WakeIfNeeded(changes_seen, earliest);
 }
 
 void LongPolls::Stop() {
@@ -64,13 +92,17 @@ void LongPolls::Loop() {
   yuebing::MutexLock lock(&mu_);
   while (true) {
     if (!stopping_ && !notified_) {
-      Clock::time_point wake = Clock::now() + std::chrono::seconds(1);
+      Clock::time_point wake = Clock::now() + tick_;
       for (const Parked& p : parked_) wake = std::min(wake, p.deadline);
       const auto wait = std::max(wake - Clock::now(), Clock::duration::zero());
+      sleeping_until_ = wake;
       cv_.WaitWithDeadline(&mu_, absl::Now() + absl::FromChrono(wait));
+      sleeping_until_ = Clock::time_point::min();
+      ++wakeups_;
     }
     const bool stopping = stopping_;
     notified_ = false;
+    const uint64_t changes_seen = changes_;
     std::vector<Parked> batch;
     batch.swap(parked_);
     mu_.Unlock();
@@ -81,6 +113,8 @@ void LongPolls::Loop() {
     }
     mu_.Lock();
     for (Parked& p : keep) parked_.push_back(std::move(p));
+    // A change announced while the calls were out of parked_ found nothing to wake: retry.
+    if (changes_ != changes_seen && !parked_.empty()) notified_ = true;
     if (stopping && parked_.empty()) return;
   }
 }

@@ -30,13 +30,11 @@ JournalBatch SegmentJournal::Pull(uint64_t owner, uint64_t journal_id, uint64_t 
   JournalBatch batch;
   batch.journal_id = id_;
   if (journal_id != id_) ack = 0;
-  std::function<void()> listener;
   {
     yuebing::MutexLock lock(&mu_);
     auto it = queues_.find(owner);
     if (it == queues_.end()) return batch;
     Queue& queue = it->second;
-    if (!queue.entries.empty() && queue.first_seq <= ack) listener = listener_;
     while (!queue.entries.empty() && queue.first_seq <= ack) {
       queue.entries.pop_front();
       ++queue.first_seq;
@@ -49,7 +47,6 @@ JournalBatch SegmentJournal::Pull(uint64_t owner, uint64_t journal_id, uint64_t 
       ++batch.last_seq;
     }
   }
-  if (listener) listener();  // calls waiting for this acknowledgement (ManifestsHave)
   return batch;
 }
 

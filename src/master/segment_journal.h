@@ -5,8 +5,9 @@
 // keeps only objects whose bytes it can check, so it may restore fewer, never wrong ones.
 //
 // Thread safety: every method is thread-safe; its mutex is a leaf (taken under shard and topology
-// locks, nothing is taken under it). The listener runs after an Add, and after a Pull whose ack
-// forgot entries, outside the mutex.
+// locks, nothing is taken under it). The listener runs after an Add, outside the mutex. An
+// acknowledgement is not announced: the caller of Pull retries what waits on it (the master's
+// PullJournal handler runs the parked PutEnds itself, without waking another thread).
 #pragma once
 
 #include <cstdint>

@@ -27,7 +27,7 @@ TEST(LongPollsTest, AnAttemptFinishesWhenItsConditionHoldsAfterANotify) {
         ++finished;
         return true;
       },
-      Clock::now() + 10s);
+      Clock::now() + 10s, polls.Changes());
   std::this_thread::sleep_for(20ms);
   EXPECT_EQ(finished.load(), 0);
   ready = true;
@@ -35,6 +35,52 @@ TEST(LongPollsTest, AnAttemptFinishesWhenItsConditionHoldsAfterANotify) {
   for (int i = 0; i < 200 && finished.load() == 0; ++i) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(finished.load(), 1);
   EXPECT_FALSE(forced.load());
+}
+
+// The caller's attempt failed, then the change it waits for was announced while nothing was
+// parked (no one to wake), then it parked: it must not sleep until its deadline.
+TEST(LongPollsTest, AChangeBetweenAFailedAttemptAndParkIsNotLost) {
+  LongPolls polls(/*tick=*/1h);  // no periodic retry hides a lost change
+  std::atomic<bool> ready{false};
+  std::atomic<int> finished{0};
+  auto attempt = [&](bool must_finish) {
+    if (!must_finish && !ready.load()) return false;
+    ++finished;
+    return true;
+  };
+  const uint64_t seen = polls.Changes();
+  ASSERT_FALSE(attempt(false));
+  ready = true;
+  polls.Notify();
+  const auto start = Clock::now();
+  polls.Park(attempt, start + 10s, seen);
+  for (int i = 0; i < 400 && finished.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(finished.load(), 1);
+}
+
+// Parking calls whose deadlines come after the thread's next wake-up, and trying them again with
+// RunNow while nothing they wait for has come, does not wake the poll thread (each wake-up is a
+// context switch; a master woke it three times per put).
+TEST(LongPollsTest, ParkingAndRetryingCallsThatAreNotDueDoesNotWakeThePollThread) {
+  LongPolls polls(/*tick=*/1h);
+  std::atomic<int> finished{0};
+  auto never_ready = [&](bool must_finish) {
+    if (must_finish) ++finished;
+    return must_finish;
+  };
+  // The first call is due before the thread's next wake-up: it wakes the thread, which then
+  // sleeps until that call's deadline.
+  polls.Park(never_ready, Clock::now() + 10min, polls.Changes());
+  std::this_thread::sleep_for(20ms);
+  const uint64_t before = polls.Wakeups();
+  for (int i = 0; i < 20; ++i) {
+    polls.Park(never_ready, Clock::now() + 10min, polls.Changes());
+    polls.RunNow();
+    std::this_thread::sleep_for(2ms);  // time for a woken thread to run
+  }
+  EXPECT_EQ(polls.Wakeups(), before);
+  polls.Stop();
+  EXPECT_EQ(finished.load(), 21);
 }
 
 TEST(LongPollsTest, AnAttemptIsForcedAtItsDeadlineAndAtStop) {
@@ -50,14 +96,14 @@ TEST(LongPollsTest, AnAttemptIsForcedAtItsDeadlineAndAtStop) {
           EXPECT_GE(Clock::now() - start, 50ms);
           return true;
         },
-        start + 50ms);
+        start + 50ms, polls.Changes());
     polls.Park(
         [&](bool must_finish) {
           if (!must_finish) return false;
           ++at_stop;
           return true;
         },
-        start + 1h);
+        start + 1h, polls.Changes());
     for (int i = 0; i < 200 && at_deadline.load() == 0; ++i) std::this_thread::sleep_for(5ms);
     EXPECT_EQ(at_deadline.load(), 1);
     EXPECT_EQ(at_stop.load(), 0);
@@ -83,7 +129,7 @@ TEST(LongPollsTest, ManyThreadsParkingNotifyingAndRunningNowFinishEachCallOnce) 
               ++finished[id];
               return true;
             },
-            Clock::now() + 5s);
+            Clock::now() + 5s, polls.Changes());
         ++generation;
         if (i % 2 == 0) {
           polls.Notify();
@@ -100,7 +146,8 @@ TEST(LongPollsTest, ManyThreadsParkingNotifyingAndRunningNowFinishEachCallOnce) 
   }
   // After Stop an attempt runs at once, forced.
   bool ran = false;
-  polls.Park([&](bool must_finish) { return ran = must_finish; }, Clock::now() + 1h);
+  polls.Park([&](bool must_finish) { return ran = must_finish; }, Clock::now() + 1h,
+             polls.Changes());
   EXPECT_TRUE(ran);
 }
 
