@@ -1,6 +1,6 @@
 // A helper thread that computes object checksums (yuebing/common/checksum.h) for the store
 // client, so that hashing large objects overlaps with the caller's own work: copying the next
-// object of a read, or hashing the other half of a put's values.
+// object of a read or a write (HashedTransfers).
 //
 // A caller opens a Group, adds jobs to it and later calls Wait, which runs the group's jobs the
 // helper has not taken yet on the calling thread (one at a time, so both threads drain the queue

@@ -90,7 +90,7 @@ ObjectClient::ObjectClient(const ClientConfig& config, master::ClientId id,
       engine_(engine),
       master_(master),
       host_(HostOf(engine->LocalSegmentName())),
-      verified_reads_(engine, &checksum_worker_) {}
+      hashed_transfers_(engine, &checksum_worker_) {}
 
 absl::StatusOr<uint64_t> ObjectClient::GetSize(const std::string& key) {
   YB_RETURN_IF_ERROR(ValidateKey(key));
@@ -186,23 +186,22 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
     sizes.push_back(size);
   }
   checksums.assign(index.size(), kNoChecksum);
+  // Two or more large values are hashed while they are written (HashedTransfers: on shared
+  // memory the helper thread hashes each value as the next one is copied) and their checksums
+  // recorded at PutEnd, which then waits for their owners to acknowledge them (docs/store.md,
+  // "Put"); the others are hashed now and announced with PutStart.
+  std::vector<bool> hash_while_writing(index.size(), false);
   if (config_.enable_checksum) {
-    // Two or more large values are hashed by this thread and the worker's helper together.
-    const bool share = std::count_if(sizes.begin(), sizes.end(), [](uint64_t size) {
-                         return size >= ChecksumWorker::kMinBytes;
-                       }) >= 2;
-    ChecksumWorker::Group hashing;
+    const bool overlap = std::count_if(sizes.begin(), sizes.end(), [](uint64_t size) {
+                           return size >= ChecksumWorker::kMinBytes;
+                         }) >= 2;
     for (size_t j = 0; j < index.size(); ++j) {
-      if (share && sizes[j] >= ChecksumWorker::kMinBytes) {
-        checksum_worker_.Add(&hashing, parts[index[j]], &checksums[j]);
-      }
-    }
-    for (size_t j = 0; j < index.size(); ++j) {
-      if (!share || sizes[j] < ChecksumWorker::kMinBytes) {
+      if (overlap && sizes[j] >= ChecksumWorker::kMinBytes) {
+        hash_while_writing[j] = true;
+      } else {
         checksums[j] = ObjectChecksum(parts[index[j]]);
       }
     }
-    checksum_worker_.Wait(&hashing);
   }
   puts_.fetch_add(index.size(), std::memory_order_relaxed);
   if (index.empty()) return results;
@@ -211,6 +210,8 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
   // One transfer batch writes every replica of every started object.
   std::vector<TransferRequest> requests;
   std::vector<size_t> owner;  // position in `index` of each request
+  std::vector<HashedTransfers::Object> objects;
+  std::vector<size_t> object_of(index.size(), 0);  // for the values hashed while written
   std::vector<bool> started(index.size(), false);
   absl::flat_hash_map<std::string, absl::Status> unreachable;  // segments that failed to open
   for (size_t j = 0; j < index.size(); ++j) {
@@ -223,6 +224,10 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
       continue;
     }
     started[j] = true;
+    HashedTransfers::Object object;
+    object.first_request = requests.size();
+    object.hash = hash_while_writing[j];
+    object.bytes = parts[i];
     for (const Replica& replica : *starts[j]) {
       auto failed = unreachable.find(replica.segment_name);
       absl::StatusOr<SegmentHandle> handle = failed != unreachable.end()
@@ -251,8 +256,14 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
         offset += part.size();
       }
     }
+    object.request_count = requests.size() - object.first_request;
+    if (object.request_count > 0) {
+      object_of[j] = objects.size();
+      objects.push_back(std::move(object));
+    }
   }
-  std::vector<TransferStatus> statuses = RunTransfers(requests);
+  HashedTransfers::Outcome written = hashed_transfers_.Run(requests, objects);
+  const std::vector<TransferStatus>& statuses = written.statuses;
   FaultPoint("put_before_end");
   for (size_t k = 0; k < requests.size(); ++k) {
     size_t i = index[owner[k]];
@@ -270,7 +281,9 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
     if (!started[j]) continue;
     if (results[index[j]].ok()) {
       end_keys.push_back(start_keys[j]);
-      end_checksums.push_back(checksums[j]);
+      // Every request of the value completed, so a value hashed while written has its checksum.
+      end_checksums.push_back(hash_while_writing[j] ? written.checksums[object_of[j]]
+                                                    : checksums[j]);
       end_index.push_back(index[j]);
     } else {
       revoke_keys.push_back(start_keys[j]);
@@ -394,7 +407,7 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
   while (!pending.empty()) {
     std::vector<TransferRequest> requests;
     std::vector<size_t> owner;
-    std::vector<VerifiedReads::Object> objects;
+    std::vector<HashedTransfers::Object> objects;
     std::vector<size_t> object_of(n, 0);
     std::vector<bool> open_failed(n, false);
     for (size_t i : pending) {
@@ -410,11 +423,11 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
         open_failed[i] = true;
         continue;
       }
-      VerifiedReads::Object object;
+      HashedTransfers::Object object;
       object.first_request = requests.size();
       object.request_count = plans[i]->pieces.size();
-      const uint64_t recorded = lookup.locations[i]->checksum;
-      object.checksum = config_.enable_checksum && plans[i]->whole ? recorded : kNoChecksum;
+      object.hash = config_.enable_checksum && plans[i]->whole &&
+                    lookup.locations[i]->checksum != kNoChecksum;
       for (const Piece& piece : plans[i]->pieces) {
         TransferRequest r;
         r.opcode = OpCode::kRead;
@@ -429,7 +442,7 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
       object_of[i] = objects.size();
       objects.push_back(std::move(object));
     }
-    VerifiedReads::Outcome outcome = verified_reads_.Run(requests, objects);
+    HashedTransfers::Outcome outcome = hashed_transfers_.Run(requests, objects);
     const std::vector<TransferStatus>& statuses = outcome.statuses;
     std::vector<bool> failed = open_failed;
     std::vector<std::string> reasons(n);
@@ -444,7 +457,8 @@ std::vector<absl::StatusOr<uint64_t>> ObjectClient::ReadObjects(
     for (size_t i : pending) {
       const ObjectLocation& location = *lookup.locations[i];
       bool ok = !failed[i];
-      if (ok && !outcome.checksum_ok[object_of[i]]) {
+      if (ok && objects[object_of[i]].hash &&
+          outcome.checksums[object_of[i]] != location.checksum) {
         ok = false;
         checksum_failed[i] = true;
         ++checksum_failures_;

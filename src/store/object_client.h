@@ -20,8 +20,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "store/checksum_worker.h"
+#include "store/hashed_transfers.h"
 #include "store/master_api.h"
-#include "store/verified_reads.h"
 #include "yuebing/common/mutex.h"
 #include "yuebing/master/types.h"
 #include "yuebing/store/client.h"
@@ -199,9 +199,9 @@ class ObjectClient {
   yuebing::Mutex segments_mu_;
   absl::flat_hash_map<std::string, OpenedSegment> segments_ ABSL_GUARDED_BY(segments_mu_);
 
-  // Hashes large values beside the caller (puts) and while reads copy (verified_reads_).
+  // Hashes large objects while a batch of reads or writes copies the next ones (hashed_transfers_).
   ChecksumWorker checksum_worker_;
-  VerifiedReads verified_reads_;
+  HashedTransfers hashed_transfers_;
   std::atomic<uint64_t> puts_{0}, gets_{0}, hits_{0}, misses_{0}, checksum_failures_{0},
       lease_expired_{0}, failovers_{0}, disk_reads_{0};
 };

@@ -1,4 +1,4 @@
-#include "store/verified_reads.h"
+#include "store/hashed_transfers.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,13 +19,11 @@ constexpr size_t kNoTask = static_cast<size_t>(-1);
 constexpr std::chrono::milliseconds kProgressiveWait{1000};
 constexpr std::chrono::milliseconds kNow{0};
 
-uint64_t BytesOf(const VerifiedReads::Object& object) {
+uint64_t BytesOf(const HashedTransfers::Object& object) {
   uint64_t total = 0;
   for (absl::string_view piece : object.bytes) total += piece.size();
   return total;
 }
-
-bool Verified(const VerifiedReads::Object& object) { return object.checksum != kNoChecksum; }
 
 std::vector<TransferStatus> FailedStatuses(size_t count, const std::string& reason) {
   std::vector<TransferStatus> statuses(count);
@@ -38,10 +36,10 @@ std::vector<TransferStatus> FailedStatuses(size_t count, const std::string& reas
 
 }  // namespace
 
-void VerifiedReads::Submit(transport::BatchId batch, const std::vector<TransferRequest>& requests,
-                           const std::vector<Object>& objects, size_t begin, size_t end,
-                           size_t* next_task, std::vector<size_t>* task_of,
-                           std::vector<std::string>* refused) {
+void HashedTransfers::Submit(transport::BatchId batch, const std::vector<TransferRequest>& requests,
+                             const std::vector<Object>& objects, size_t begin, size_t end,
+                             size_t* next_task, std::vector<size_t>* task_of,
+                             std::vector<std::string>* refused) {
   if (begin >= end) return;
   const size_t first = objects[begin].first_request;
   const size_t last = objects[end - 1].first_request + objects[end - 1].request_count;
@@ -57,9 +55,10 @@ void VerifiedReads::Submit(transport::BatchId batch, const std::vector<TransferR
   }
 }
 
-VerifiedReads::Progress VerifiedReads::WaitObject(transport::BatchId batch, const Object& object,
-                                                  const std::vector<size_t>& task_of,
-                                                  std::chrono::milliseconds timeout) {
+HashedTransfers::Progress HashedTransfers::WaitObject(transport::BatchId batch,
+                                                      const Object& object,
+                                                      const std::vector<size_t>& task_of,
+                                                      std::chrono::milliseconds timeout) {
   Progress progress = Progress::kCompleted;
   for (size_t r = object.first_request; r < object.first_request + object.request_count; ++r) {
     if (task_of[r] == kNoTask) {  // refused: final, failed
@@ -76,10 +75,10 @@ VerifiedReads::Progress VerifiedReads::WaitObject(transport::BatchId batch, cons
   return progress;
 }
 
-VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& requests,
-                                          const std::vector<Object>& objects) {
+HashedTransfers::Outcome HashedTransfers::Run(const std::vector<TransferRequest>& requests,
+                                              const std::vector<Object>& objects) {
   Outcome outcome;
-  outcome.checksum_ok.assign(objects.size(), true);
+  outcome.checksums.assign(objects.size(), kNoChecksum);
   if (requests.empty()) return outcome;
   absl::StatusOr<transport::BatchId> batch = engine_->AllocateBatch(requests.size());
   if (!batch.ok()) {
@@ -88,11 +87,11 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
   }
   size_t large = 0;
   for (const Object& object : objects) {
-    if (Verified(object) && BytesOf(object) >= ChecksumWorker::kMinBytes) ++large;
+    if (object.hash && BytesOf(object) >= ChecksumWorker::kMinBytes) ++large;
   }
   std::vector<size_t> task_of(requests.size(), kNoTask);
   std::vector<std::string> refused(requests.size());
-  std::vector<uint64_t> computed(objects.size(), kNoChecksum);  // kNoChecksum: not yet
+  std::vector<uint64_t>& computed = outcome.checksums;  // kNoChecksum: not (yet) hashed
   size_t next_task = 0;
   ChecksumWorker::Group hashing;
   // The first two objects go together; if they are final on return and none of their bytes went
@@ -113,7 +112,7 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
   }
   // Hashes object i, copied (`progress`), beside the caller when it is large.
   auto hand_over = [&](size_t i, Progress progress) {
-    if (!Verified(objects[i]) || progress != Progress::kCompleted) return;
+    if (!objects[i].hash || progress != Progress::kCompleted) return;
     if (BytesOf(objects[i]) < ChecksumWorker::kMinBytes) {
       computed[i] = ObjectChecksum(objects[i].bytes);
     } else {
@@ -128,11 +127,12 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
     }
   } else {
     Submit(*batch, requests, objects, head, objects.size(), &next_task, &task_of, &refused);
-    // Verify each object as soon as its bytes are in (still in the cache), while later ones move.
+    // Hash each object as soon as its requests are final (its bytes still in the cache), while
+    // later ones move.
     for (size_t i = 0; i < objects.size() && large >= 2; ++i) {
-      if (!Verified(objects[i])) continue;
+      if (!objects[i].hash) continue;
       const Progress progress = WaitObject(*batch, objects[i], task_of, kProgressiveWait);
-      // A slow transfer: the rest are verified after the batch, which ends by its deadlines.
+      // A slow transfer: the rest are hashed after the batch, which ends by its deadlines.
       if (progress == Progress::kMoving) break;
       if (progress == Progress::kCompleted) computed[i] = ObjectChecksum(objects[i].bytes);
     }
@@ -158,9 +158,11 @@ VerifiedReads::Outcome VerifiedReads::Run(const std::vector<TransferRequest>& re
     for (size_t r = object.first_request; r < object.first_request + object.request_count; ++r) {
       completed = completed && outcome.statuses[r].state == TransferState::kCompleted;
     }
-    if (!completed || !Verified(object)) continue;
-    if (computed[i] == kNoChecksum) computed[i] = ObjectChecksum(object.bytes);
-    outcome.checksum_ok[i] = computed[i] == object.checksum;
+    if (!completed || !object.hash) {
+      computed[i] = kNoChecksum;  // a failed write's source may have been hashed
+    } else if (computed[i] == kNoChecksum) {
+      computed[i] = ObjectChecksum(object.bytes);
+    }
   }
   return outcome;
 }

@@ -1,7 +1,8 @@
-// VerifiedReads against two real engines in one process (TCP over 127.0.0.1, and same-host shared
-// memory): every object is verified whichever path ran it, a corrupted object is the only one
-// flagged, and on the synchronous path (shm) the large objects are hashed by the helper thread.
-#include "store/verified_reads.h"
+// HashedTransfers against two real engines in one process (TCP over 127.0.0.1, and same-host shared
+// memory): every object read or written is hashed whichever path ran it, a corrupted object is the
+// only one whose checksum differs, and on the synchronous path (shm) the large objects are hashed
+// by the helper thread.
+#include "store/hashed_transfers.h"
 
 #include <gtest/gtest.h>
 
@@ -71,21 +72,27 @@ uint64_t ChecksumOfPattern(size_t length, uint64_t seed) {
   return ObjectChecksum(bytes);
 }
 
-// A read of every object whole into `local` (object i split in two requests when split(i)), each
-// recorded with the checksum of its pattern.
-struct ReadAll {
+// A transfer of every object whole between `local` and the remote (object i split in two requests
+// when split(i)), each to be hashed; `expected[i]` is the checksum of object i's pattern. Reads
+// land in `local`; for writes, `local[i]` holds pattern i + kObjects.
+struct TransferAll {
   std::vector<TransferRequest> requests;
-  std::vector<VerifiedReads::Object> objects;
+  std::vector<HashedTransfers::Object> objects;
   std::vector<std::string> local;
+  std::vector<uint64_t> expected;
 
-  ReadAll(Remote& remote, bool (*split)(size_t)) : local(kObjects, std::string(kObjectBytes, 0)) {
+  TransferAll(Remote& remote, bool (*split)(size_t), OpCode opcode = OpCode::kRead)
+      : local(kObjects, std::string(kObjectBytes, 0)) {
     for (size_t i = 0; i < kObjects; ++i) {
-      VerifiedReads::Object object;
+      const uint64_t seed = opcode == OpCode::kRead ? i : i + kObjects;
+      if (opcode == OpCode::kWrite) FillPattern(local[i].data(), kObjectBytes, seed);
+      expected.push_back(ChecksumOfPattern(kObjectBytes, seed));
+      HashedTransfers::Object object;
       object.first_request = requests.size();
-      object.checksum = ChecksumOfPattern(kObjectBytes, i);
+      object.hash = true;
       const size_t half = split(i) ? kObjectBytes / 2 : kObjectBytes;
       for (size_t offset = 0; offset < kObjectBytes; offset += half) {
-        requests.push_back(Request(OpCode::kRead, local[i].data() + offset, remote.handle(),
+        requests.push_back(Request(opcode, local[i].data() + offset, remote.handle(),
                                    remote.Address(i) + offset, half));
         object.bytes.emplace_back(local[i].data() + offset, half);
       }
@@ -98,21 +105,22 @@ struct ReadAll {
 bool Whole(size_t) { return false; }
 bool OddOnesSplit(size_t i) { return i % 2 == 1; }
 
-class VerifiedReadsTest : public ::testing::TestWithParam<Path> {};
+class HashedTransfersTest : public ::testing::TestWithParam<Path> {};
 
-TEST_P(VerifiedReadsTest, VerifiesEveryObjectAndFlagsOnlyTheCorruptedOne) {
+TEST_P(HashedTransfersTest, HashesEveryObjectReadAndOnlyTheCorruptedOneDiffers) {
   Remote remote(GetParam());
   remote.Object(3)[kObjectBytes / 3] ^= 0x5a;  // the store's copy no longer matches its record
   ChecksumWorker worker;
-  VerifiedReads reads(remote.initiator(), &worker);
-  ReadAll call(remote, OddOnesSplit);
-  VerifiedReads::Outcome outcome = reads.Run(call.requests, call.objects);
+  HashedTransfers reads(remote.initiator(), &worker);
+  TransferAll call(remote, OddOnesSplit);
+  HashedTransfers::Outcome outcome = reads.Run(call.requests, call.objects);
   ASSERT_EQ(outcome.statuses.size(), call.requests.size());
   for (const auto& status : outcome.statuses) {
     EXPECT_EQ(status.state, TransferState::kCompleted) << status.reason;
   }
   for (size_t i = 0; i < kObjects; ++i) {
-    EXPECT_EQ(outcome.checksum_ok[i], i != 3) << "object " << i;
+    EXPECT_EQ(outcome.checksums[i] == call.expected[i], i != 3) << "object " << i;
+    EXPECT_NE(outcome.checksums[i], kNoChecksum) << i;
     if (i != 3) {
       EXPECT_TRUE(MatchesPattern(call.local[i].data(), kObjectBytes, i)) << i;
     }
@@ -123,33 +131,36 @@ TEST_P(VerifiedReadsTest, VerifiesEveryObjectAndFlagsOnlyTheCorruptedOne) {
   EXPECT_EQ(worker.JobsAdded(), GetParam() == Path::kShm ? kObjects : 0u);
 }
 
-TEST_P(VerifiedReadsTest, ObjectsWithoutARecordedChecksumAreNotVerified) {
+TEST_P(HashedTransfersTest, ObjectsNotToBeHashedAreNot) {
   Remote remote(GetParam());
   remote.Object(1)[7] ^= 1;
   ChecksumWorker worker;
-  VerifiedReads reads(remote.initiator(), &worker);
-  ReadAll call(remote, Whole);
-  call.objects[1].checksum = kNoChecksum;
-  VerifiedReads::Outcome outcome = reads.Run(call.requests, call.objects);
-  for (size_t i = 0; i < kObjects; ++i) EXPECT_TRUE(outcome.checksum_ok[i]) << i;
+  HashedTransfers reads(remote.initiator(), &worker);
+  TransferAll call(remote, Whole);
+  call.objects[1].hash = false;
+  HashedTransfers::Outcome outcome = reads.Run(call.requests, call.objects);
+  for (size_t i = 0; i < kObjects; ++i) {
+    EXPECT_EQ(outcome.checksums[i], i == 1 ? kNoChecksum : call.expected[i]) << i;
+  }
   EXPECT_FALSE(MatchesPattern(call.local[1].data(), kObjectBytes, 1));  // read as it is
 }
 
-TEST_P(VerifiedReadsTest, ConcurrentCallsShareTheHelperAndEachGetsItsOwnResults) {
+TEST_P(HashedTransfersTest, ConcurrentCallsShareTheHelperAndEachGetsItsOwnResults) {
   Remote remote(GetParam());
   remote.Object(5)[0] ^= 1;
   ChecksumWorker worker;
-  VerifiedReads reads(remote.initiator(), &worker);
+  HashedTransfers reads(remote.initiator(), &worker);
   std::vector<std::thread> threads;
   std::vector<int> wrong(4, 0);
   for (size_t t = 0; t < wrong.size(); ++t) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < 5; ++round) {
-        ReadAll call(remote, t % 2 == 0 ? Whole : OddOnesSplit);
-        VerifiedReads::Outcome outcome = reads.Run(call.requests, call.objects);
+        TransferAll call(remote, t % 2 == 0 ? Whole : OddOnesSplit);
+        HashedTransfers::Outcome outcome = reads.Run(call.requests, call.objects);
         for (size_t i = 0; i < kObjects; ++i) {
           const bool intact = MatchesPattern(call.local[i].data(), kObjectBytes, i);
-          if (outcome.checksum_ok[i] != (i != 5) || intact != (i != 5)) ++wrong[t];
+          const bool matches = outcome.checksums[i] == call.expected[i];
+          if (matches != (i != 5) || intact != (i != 5)) ++wrong[t];
         }
       }
     });
@@ -158,10 +169,28 @@ TEST_P(VerifiedReadsTest, ConcurrentCallsShareTheHelperAndEachGetsItsOwnResults)
   for (size_t t = 0; t < wrong.size(); ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, VerifiedReadsTest, ::testing::Values(Path::kTcp, Path::kShm),
+// A put's values are hashed while they are written: the checksums are those of the sources, and
+// the bytes land intact.
+TEST_P(HashedTransfersTest, WritesHashTheirSourcesAndLandIntact) {
+  Remote remote(GetParam());
+  ChecksumWorker worker;
+  HashedTransfers writes(remote.initiator(), &worker);
+  TransferAll call(remote, OddOnesSplit, OpCode::kWrite);
+  HashedTransfers::Outcome outcome = writes.Run(call.requests, call.objects);
+  for (const auto& status : outcome.statuses) {
+    EXPECT_EQ(status.state, TransferState::kCompleted) << status.reason;
+  }
+  for (size_t i = 0; i < kObjects; ++i) {
+    EXPECT_EQ(outcome.checksums[i], call.expected[i]) << "object " << i;
+    EXPECT_TRUE(MatchesPattern(remote.Object(i), kObjectBytes, i + kObjects)) << i;
+  }
+  EXPECT_EQ(worker.JobsAdded(), GetParam() == Path::kShm ? kObjects : 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, HashedTransfersTest, ::testing::Values(Path::kTcp, Path::kShm),
                          [](const auto& info) { return info.param == Path::kTcp ? "Tcp" : "Shm"; });
 
-TEST(VerifiedReadsTcpTest, ObjectsOnTwoPeersAreNotReadOneAtATime) {
+TEST(HashedTransfersTcpTest, ObjectsOnTwoPeersAreNotReadOneAtATime) {
   // Each of the first two objects is alone on its peer: TCP may send it and read its reply on the
   // submitting thread, so both can be final when SubmitTransfer returns. That must not be taken
   // for a synchronous path (which would submit the rest one object at a time).
@@ -170,36 +199,37 @@ TEST(VerifiedReadsTcpTest, ObjectsOnTwoPeersAreNotReadOneAtATime) {
   ASSERT_TRUE(handle.ok()) << handle.status();
   for (int call = 0; call < 5; ++call) {
     ChecksumWorker worker;
-    VerifiedReads reads(first.initiator(), &worker);
-    ReadAll all(first, Whole);
+    HashedTransfers reads(first.initiator(), &worker);
+    TransferAll all(first, Whole);
     for (size_t i = 1; i < kObjects; i += 2) {  // odd objects from the second peer
       all.requests[all.objects[i].first_request].target_id = *handle;
       all.requests[all.objects[i].first_request].target_offset = second.Address(i);
     }
-    VerifiedReads::Outcome outcome = reads.Run(all.requests, all.objects);
+    HashedTransfers::Outcome outcome = reads.Run(all.requests, all.objects);
     for (size_t i = 0; i < kObjects; ++i) {
-      EXPECT_TRUE(outcome.checksum_ok[i]) << i;
+      EXPECT_EQ(outcome.checksums[i], all.expected[i]) << i;
       EXPECT_TRUE(MatchesPattern(all.local[i].data(), kObjectBytes, i)) << i;
     }
     EXPECT_EQ(worker.JobsAdded(), 0u) << "call " << call;
   }
 }
 
-TEST(VerifiedReadsShmTest, ARefusedSubmissionFailsOnlyItsObject) {
+TEST(HashedTransfersShmTest, ARefusedSubmissionFailsOnlyItsObject) {
   Remote remote(Path::kShm);
   ChecksumWorker worker;
-  VerifiedReads reads(remote.initiator(), &worker);
-  ReadAll call(remote, Whole);
+  HashedTransfers reads(remote.initiator(), &worker);
+  TransferAll call(remote, Whole);
   call.requests[call.objects[3].first_request].target_id = remote.handle() + 1000;  // no segment
-  VerifiedReads::Outcome outcome = reads.Run(call.requests, call.objects);
+  HashedTransfers::Outcome outcome = reads.Run(call.requests, call.objects);
   for (size_t i = 0; i < kObjects; ++i) {
     const auto& status = outcome.statuses[call.objects[i].first_request];
     if (i == 3) {
       EXPECT_EQ(status.state, TransferState::kFailed);
       EXPECT_FALSE(status.reason.empty());
+      EXPECT_EQ(outcome.checksums[i], kNoChecksum);
     } else {
       EXPECT_EQ(status.state, TransferState::kCompleted) << i << ": " << status.reason;
-      EXPECT_TRUE(outcome.checksum_ok[i]);
+      EXPECT_EQ(outcome.checksums[i], call.expected[i]);
       EXPECT_TRUE(MatchesPattern(call.local[i].data(), kObjectBytes, i)) << i;
     }
   }

@@ -1,13 +1,14 @@
-// Runs the read requests of several objects as one engine batch and verifies each object's
-// checksum, overlapping the verification with the transfer of the next objects where the path
-// allows it. On a path whose copies complete inside SubmitTransfer (same-host shared memory, the
-// own segment), each object is submitted on its own and the checksum worker's helper thread
-// hashes it, still in the cache, while the calling thread copies the next one: a batch of
-// 16 x 4 MiB then costs about the copy alone instead of the copy plus a second pass over 64 MiB
-// from memory. Elsewhere (TCP, RDMA) the batch is submitted whole and the caller verifies each
+// Runs the transfers of several objects as one engine batch and hashes each object's bytes on
+// this side (the destination of a read, to verify it against its recorded checksum; the source of
+// a write, to record it at PutEnd), overlapping the hashing with the transfer of the next objects
+// where the path allows it. On a path whose copies complete inside SubmitTransfer (same-host
+// shared memory, the own segment), each object is submitted on its own and the checksum worker's
+// helper thread hashes it, still in the cache, while the calling thread copies the next one: a
+// batch of 16 x 4 MiB then costs about the copy alone instead of the copy plus a second pass over
+// 64 MiB from memory. Elsewhere (TCP, RDMA) the batch is submitted whole and the caller hashes each
 // object as soon as its requests are final (WaitTransfer), while the later objects are still on
-// the wire. A batch with fewer than two large objects is run whole and verified after it, by the
-// caller.
+// the wire. A batch with fewer than two large objects to hash is run whole and hashed after it,
+// by the caller.
 //
 // Thread safety: Run may be called from many threads at once.
 #pragma once
@@ -24,29 +25,32 @@
 
 namespace yuebing::store {
 
-class VerifiedReads {
+class HashedTransfers {
  public:
   // One object of a Run: the requests [first_request, first_request + request_count) of the
-  // call, which land in `bytes` (the object's bytes in order once they are complete).
+  // call, whose bytes on this side are `bytes` (in the object's order; a read's are complete once
+  // its requests are).
   struct Object {
     size_t first_request = 0;
     size_t request_count = 0;
-    uint64_t checksum = 0;  // recorded at put; kNoChecksum: not verified
+    bool hash = false;  // whether to compute the object's checksum
     std::vector<absl::string_view> bytes;
   };
   struct Outcome {
     std::vector<transport::TransferStatus> statuses;  // one per request, every one final
-    // Per object: false only when all its requests completed and its bytes failed the checksum.
-    std::vector<bool> checksum_ok;
+    // Per object: ObjectChecksum(bytes) when it was to be hashed and all its requests completed;
+    // kNoChecksum otherwise.
+    std::vector<uint64_t> checksums;
   };
 
   // `engine` and `worker` must outlive this object.
-  VerifiedReads(transport::TransferEngine* engine, ChecksumWorker* worker)
+  HashedTransfers(transport::TransferEngine* engine, ChecksumWorker* worker)
       : engine_(engine), worker_(worker) {}
 
-  // Runs `requests` (reads; the objects' ranges are ascending, disjoint and cover them all) and
-  // verifies every object whose requests all completed. A request whose submission the engine
-  // refused is FAILED with the engine's reason; nothing is left in flight on return.
+  // Runs `requests` (reads or writes; the objects' ranges are ascending, disjoint and cover them
+  // all) and hashes every object to be hashed whose requests all completed. A request whose
+  // submission the engine refused is FAILED with the engine's reason; nothing is left in flight
+  // on return.
   Outcome Run(const std::vector<transport::TransferRequest>& requests,
               const std::vector<Object>& objects);
 
