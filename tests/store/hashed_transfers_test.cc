@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,12 +21,11 @@ using transport::SegmentHandle;
 using transport::TransferEngine;
 using transport::TransferRequest;
 using transport::TransferState;
+using transport::testing::EnginePair;
 using transport::testing::FillPattern;
-using transport::testing::MakeEngine;
 using transport::testing::MatchesPattern;
+using transport::testing::Path;
 using transport::testing::Request;
-
-enum class Path { kTcp, kShm };
 
 constexpr size_t kObjectBytes = 512 << 10;  // above the helper's threshold
 constexpr size_t kObjects = 6;
@@ -36,34 +33,17 @@ constexpr size_t kObjects = 6;
 // A target whose buffer holds kObjects patterned objects (object i has seed i), and an initiator.
 class Remote {
  public:
-  explicit Remote(Path path)
-      : target_(MakeEngine()), initiator_(MakeEngine("P2PHANDSHAKE", path == Path::kShm)) {
-    const size_t bytes = kObjects * kObjectBytes;
-    if (path == Path::kShm) {
-      buffer_ = static_cast<char*>(*target_->AllocateSharedMemory(bytes));
-    } else {
-      owned_.reset(static_cast<char*>(std::aligned_alloc(4096, bytes)));
-      buffer_ = owned_.get();
-      EXPECT_TRUE(target_->RegisterLocalMemory(buffer_, bytes).ok());
-    }
+  explicit Remote(Path path) : pair_(path, kObjects * kObjectBytes) {
     for (size_t i = 0; i < kObjects; ++i) FillPattern(Object(i), kObjectBytes, i);
-    auto handle = initiator_->OpenSegment(target_->LocalSegmentName());
-    EXPECT_TRUE(handle.ok()) << handle.status();
-    handle_ = handle.value_or(-1);
   }
-  char* Object(size_t i) { return buffer_ + i * kObjectBytes; }
-  uint64_t Address(size_t i) { return reinterpret_cast<uint64_t>(Object(i)); }
-  TransferEngine* initiator() { return initiator_.get(); }
-  std::string SegmentName() const { return target_->LocalSegmentName(); }
-  SegmentHandle handle() const { return handle_; }
+  char* Object(size_t i) { return pair_.remote + i * kObjectBytes; }
+  uint64_t Address(size_t i) { return pair_.RemoteAddr(i * kObjectBytes); }
+  TransferEngine* initiator() { return pair_.initiator.get(); }
+  std::string SegmentName() const { return pair_.target->LocalSegmentName(); }
+  SegmentHandle handle() const { return pair_.handle; }
 
  private:
-  // Freed last: the target may still be sending from it while the engines shut down.
-  std::unique_ptr<char, decltype(&std::free)> owned_{nullptr, &std::free};
-  std::unique_ptr<TransferEngine> target_;
-  std::unique_ptr<TransferEngine> initiator_;
-  char* buffer_ = nullptr;
-  SegmentHandle handle_ = -1;
+  EnginePair pair_;
 };
 
 uint64_t ChecksumOfPattern(size_t length, uint64_t seed) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -52,5 +53,38 @@ inline bool MatchesPattern(const void* data, size_t length, uint64_t seed) {
   FillPattern(expected.data(), length, seed);
   return std::memcmp(expected.data(), data, length) == 0;
 }
+
+enum class Path { kTcp, kShm };
+
+// A target engine with one registered buffer of `buffer_bytes` at `remote` (shm-backed for
+// Path::kShm) and an initiator that has opened the target's segment as `handle`.
+class EnginePair {
+ public:
+  EnginePair(Path path, size_t buffer_bytes, const std::string& metadata = "P2PHANDSHAKE")
+      : target(MakeEngine(metadata)), initiator(MakeEngine(metadata, path == Path::kShm)) {
+    if (path == Path::kShm) {
+      remote = static_cast<char*>(*target->AllocateSharedMemory(buffer_bytes));
+    } else {
+      owned.reset(static_cast<char*>(std::aligned_alloc(4096, buffer_bytes)));
+      remote = owned.get();
+      EXPECT_TRUE(target->RegisterLocalMemory(remote, buffer_bytes).ok());
+    }
+    auto h = initiator->OpenSegment(target->LocalSegmentName());
+    EXPECT_TRUE(h.ok()) << h.status();
+    handle = h.value_or(-1);
+  }
+  uint64_t RemoteAddr(size_t offset = 0) const {
+    return reinterpret_cast<uint64_t>(remote) + offset;
+  }
+
+  // Declared first so that it is freed last: registered memory must outlive the engine serving
+  // it (a target's server thread may still be inside sendmsg() of a READ reply from it when the
+  // initiator already has every byte; ASan saw the buffer freed under it).
+  std::unique_ptr<char, decltype(&std::free)> owned{nullptr, &std::free};
+  std::unique_ptr<TransferEngine> target;
+  std::unique_ptr<TransferEngine> initiator;
+  char* remote = nullptr;
+  SegmentHandle handle = -1;
+};
 
 }  // namespace yuebing::transport::testing

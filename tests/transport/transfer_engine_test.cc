@@ -19,42 +19,12 @@
 namespace yuebing::transport {
 namespace {
 
+using testing::EnginePair;
 using testing::FillPattern;
 using testing::MakeEngine;
 using testing::MatchesPattern;
+using testing::Path;
 using testing::Request;
-
-enum class Path { kTcp, kShm };
-
-// A target engine with one registered buffer (shm-backed for Path::kShm) and an initiator.
-class EnginePair {
- public:
-  EnginePair(Path path, size_t buffer_bytes, const std::string& metadata = "P2PHANDSHAKE")
-      : target(MakeEngine(metadata)), initiator(MakeEngine(metadata, path == Path::kShm)) {
-    if (path == Path::kShm) {
-      remote = static_cast<char*>(*target->AllocateSharedMemory(buffer_bytes));
-    } else {
-      owned.reset(static_cast<char*>(std::aligned_alloc(4096, buffer_bytes)));
-      remote = owned.get();
-      EXPECT_TRUE(target->RegisterLocalMemory(remote, buffer_bytes).ok());
-    }
-    auto h = initiator->OpenSegment(target->LocalSegmentName());
-    EXPECT_TRUE(h.ok()) << h.status();
-    handle = h.value_or(-1);
-  }
-  uint64_t RemoteAddr(size_t offset = 0) const {
-    return reinterpret_cast<uint64_t>(remote) + offset;
-  }
-
-  // Declared first so that it is freed last: registered memory must outlive the engine serving
-  // it (a target's server thread may still be inside sendmsg() of a READ reply from it when the
-  // initiator already has every byte; ASan saw the buffer freed under it).
-  std::unique_ptr<char, decltype(&std::free)> owned{nullptr, &std::free};
-  std::unique_ptr<TransferEngine> target;
-  std::unique_ptr<TransferEngine> initiator;
-  char* remote = nullptr;
-  SegmentHandle handle = -1;
-};
 
 class RoundTripTest : public ::testing::TestWithParam<Path> {};
 
