@@ -21,6 +21,11 @@
 namespace yuebing::store {
 namespace {
 
+// Hashing large values while they are written saves a pass over them and costs their PutEnd one
+// more master-to-store round trip (about 0.1 ms on this 2-core machine): worth it from about the
+// bytes that two threads hash in that time before the put (20-40 GB/s each).
+constexpr uint64_t kHashWhileWritingMinBytes = 8 << 20;
+
 using master::ObjectLocation;
 using master::Replica;
 using transport::OpCode;
@@ -186,22 +191,33 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
     sizes.push_back(size);
   }
   checksums.assign(index.size(), kNoChecksum);
-  // Two or more large values are hashed while they are written (HashedTransfers: on shared
-  // memory the helper thread hashes each value as the next one is copied) and their checksums
-  // recorded at PutEnd, which then waits for their owners to acknowledge them (docs/store.md,
-  // "Put"); the others are hashed now and announced with PutStart.
+  // Two or more large values are hashed on this thread and the checksum worker's together: before
+  // PutStart, which announces their checksums, or, from kHashWhileWritingMinBytes of them on,
+  // while they are written (HashedTransfers: on shared memory the helper hashes each value while
+  // the next one is copied), their checksums then recorded at PutEnd, which waits for their
+  // owners to acknowledge them (docs/store.md, "Put"). The others are hashed here.
   std::vector<bool> hash_while_writing(index.size(), false);
   if (config_.enable_checksum) {
-    const bool overlap = std::count_if(sizes.begin(), sizes.end(), [](uint64_t size) {
-                           return size >= ChecksumWorker::kMinBytes;
-                         }) >= 2;
+    size_t large = 0;
+    uint64_t large_bytes = 0;
+    for (uint64_t size : sizes) {
+      if (size < ChecksumWorker::kMinBytes) continue;
+      ++large;
+      large_bytes += size;
+    }
+    const bool share = large >= 2;
+    const bool while_writing = share && large_bytes >= kHashWhileWritingMinBytes;
+    ChecksumWorker::Group hashing;
     for (size_t j = 0; j < index.size(); ++j) {
-      if (overlap && sizes[j] >= ChecksumWorker::kMinBytes) {
+      if (!share || sizes[j] < ChecksumWorker::kMinBytes) {
+        checksums[j] = ObjectChecksum(parts[index[j]]);
+      } else if (while_writing) {
         hash_while_writing[j] = true;
       } else {
-        checksums[j] = ObjectChecksum(parts[index[j]]);
+        checksum_worker_.Add(&hashing, parts[index[j]], &checksums[j]);
       }
     }
+    checksum_worker_.Wait(&hashing);
   }
   puts_.fetch_add(index.size(), std::memory_order_relaxed);
   if (index.empty()) return results;

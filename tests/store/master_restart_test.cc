@@ -127,13 +127,14 @@ TEST_F(MasterRestartTest, ObjectsSurviveAKillNineAndRestartOfALoneMaster) {
   EXPECT_EQ(*got, ValueFor("after-restart", 1 << 20));
 }
 
-// A batch of two or more large values records their checksums at PutEnd (they are hashed while
-// written, docs/store.md "Put"): the PutEnd waits until the stores have them, so a kill -9 right
-// after the batches return loses none, replaced ones included, and each is read back byte-exact.
+// A batch of large values (8 MiB or more of them) records their checksums at PutEnd (they are
+// hashed while written, docs/store.md "Put"): the PutEnd waits until the stores have them, so a
+// kill -9 right after the batches return loses none, replaced ones included, and each is read
+// back byte-exact.
 TEST_F(MasterRestartTest, LargeValuesHashedWhileWrittenSurviveAKillNine) {
-  constexpr size_t kLarge = 512 << 10;
-  constexpr size_t kBatches = 4;
-  constexpr size_t kPerBatch = 6;
+  constexpr size_t kLarge = 2 << 20;  // batches of 10 MiB: above kHashWhileWritingMinBytes
+  constexpr size_t kBatches = 3;
+  constexpr size_t kPerBatch = 5;
   auto key = [](size_t i) { return "large-" + std::to_string(i); };
   auto value = [&](size_t i, bool replaced) {
     return ValueFor((replaced ? "new-" : "old-") + key(i), kLarge);
