@@ -103,13 +103,14 @@ HashedTransfers::Outcome HashedTransfers::Run(const std::vector<TransferRequest>
   const transport::TransferEngineStats before = engine_->Stats();
   Submit(*batch, requests, objects, 0, head, &next_task, &task_of, &refused);
   const transport::TransferEngineStats after = engine_->Stats();
-  bool synchronous = head < objects.size() && after.tcp_bytes == before.tcp_bytes &&
-                     after.rdma_bytes == before.rdma_bytes;
+  bool synchronous = after.tcp_bytes == before.tcp_bytes && after.rdma_bytes == before.rdma_bytes;
   std::vector<Progress> head_progress(head);
   for (size_t i = 0; i < head && synchronous; ++i) {
     head_progress[i] = WaitObject(*batch, objects[i], task_of, kNow);
     synchronous = head_progress[i] != Progress::kMoving;
   }
+  outcome.synchronous = synchronous;
+  synchronous = synchronous && head < objects.size();
   // Hashes object i, copied (`progress`), beside the caller when it is large.
   auto hand_over = [&](size_t i, Progress progress) {
     if (!objects[i].hash || progress != Progress::kCompleted) return;

@@ -192,10 +192,12 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
   }
   checksums.assign(index.size(), kNoChecksum);
   // Two or more large values are hashed on this thread and the checksum worker's together: before
-  // PutStart, which announces their checksums, or, from kHashWhileWritingMinBytes of them on,
-  // while they are written (HashedTransfers: on shared memory the helper hashes each value while
-  // the next one is copied), their checksums then recorded at PutEnd, which waits for their
-  // owners to acknowledge them (docs/store.md, "Put"). The others are hashed here.
+  // PutStart, which announces their checksums, or, from kHashWhileWritingMinBytes of them on and
+  // when the previous put copied synchronously (shared memory), while they are written (the
+  // helper hashes each value while the next one is copied), their checksums then recorded at
+  // PutEnd, which waits for their owners to acknowledge them (docs/store.md, "Put"). Over TCP
+  // hashing while writing only takes CPU from the transfer on a busy host. The others are hashed
+  // here.
   std::vector<bool> hash_while_writing(index.size(), false);
   if (config_.enable_checksum) {
     size_t large = 0;
@@ -206,7 +208,8 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
       large_bytes += size;
     }
     const bool share = large >= 2;
-    const bool while_writing = share && large_bytes >= kHashWhileWritingMinBytes;
+    const bool while_writing = share && large_bytes >= kHashWhileWritingMinBytes &&
+                               puts_copy_synchronously_.load(std::memory_order_relaxed);
     ChecksumWorker::Group hashing;
     for (size_t j = 0; j < index.size(); ++j) {
       if (!share || sizes[j] < ChecksumWorker::kMinBytes) {
@@ -279,6 +282,9 @@ std::vector<absl::Status> ObjectClient::BatchPutParts(
     }
   }
   HashedTransfers::Outcome written = hashed_transfers_.Run(requests, objects);
+  if (!requests.empty()) {
+    puts_copy_synchronously_.store(written.synchronous, std::memory_order_relaxed);
+  }
   const std::vector<TransferStatus>& statuses = written.statuses;
   FaultPoint("put_before_end");
   for (size_t k = 0; k < requests.size(); ++k) {

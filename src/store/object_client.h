@@ -202,6 +202,8 @@ class ObjectClient {
   // Hashes large objects while a batch of reads or writes copies the next ones (hashed_transfers_).
   ChecksumWorker checksum_worker_;
   HashedTransfers hashed_transfers_;
+  // Whether the last put's first values were copied synchronously (HashedTransfers::Outcome).
+  std::atomic<bool> puts_copy_synchronously_{false};
   std::atomic<uint64_t> puts_{0}, gets_{0}, hits_{0}, misses_{0}, checksum_failures_{0},
       lease_expired_{0}, failovers_{0}, disk_reads_{0};
 };

@@ -122,6 +122,11 @@ TEST_P(HashedTransfersTest, ObjectsNotToBeHashedAreNot) {
   for (size_t i = 0; i < kObjects; ++i) {
     EXPECT_EQ(outcome.checksums[i], i == 1 ? kNoChecksum : call.expected[i]) << i;
   }
+  // Nothing to hash at all: the round is run whole, and still says which path took it.
+  for (HashedTransfers::Object& object : call.objects) object.hash = false;
+  outcome = reads.Run(call.requests, call.objects);
+  for (size_t i = 0; i < kObjects; ++i) EXPECT_EQ(outcome.checksums[i], kNoChecksum) << i;
+  EXPECT_EQ(outcome.synchronous, GetParam() == Path::kShm);
   EXPECT_FALSE(MatchesPattern(call.local[1].data(), kObjectBytes, 1));  // read as it is
 }
 
@@ -165,6 +170,7 @@ TEST_P(HashedTransfersTest, WritesHashTheirSourcesAndLandIntact) {
     EXPECT_TRUE(MatchesPattern(remote.Object(i), kObjectBytes, i + kObjects)) << i;
   }
   EXPECT_EQ(worker.JobsAdded(), GetParam() == Path::kShm ? kObjects : 0u);
+  EXPECT_EQ(outcome.synchronous, GetParam() == Path::kShm);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, HashedTransfersTest, ::testing::Values(Path::kTcp, Path::kShm),
