@@ -5,10 +5,11 @@
 // finishes them at their deadlines.
 //
 // The thread is woken only when it has something to do: a change (Notify), or a change that came
-// between a call's failed attempt and its Park (Changes() says which). It ticks at least every
-// its tick (kTick), so a call parked with a deadline later than the thread's next tick does not
-// wake it (a journal poll parked after every put did, three times per put, on a 2-core machine
-// where each wake-up is a context switch the put waits behind); a deadline is met within the tick.
+// between a call's failed attempt and its Park (Changes() says which). It wakes by itself at
+// least once per tick (kTick) and then sleeps until the earliest deadline or the next tick, so a
+// call parked with a deadline after the thread's next wake-up does not wake it and is still
+// finished at its deadline (a journal poll parked after every put woke it, three times per put,
+// on a 2-core machine where each wake-up is a context switch the put waits behind).
 //
 // Thread safety: every method is thread-safe. Notify() only signals, so it may be called under
 // other locks. Attempts run on the poll thread (or the caller of Park() once stopped), with no

@@ -41,8 +41,8 @@ class HashedTransfers {
     // Per object: ObjectChecksum(bytes) when it was to be hashed and all its requests completed;
     // kNoChecksum otherwise.
     std::vector<uint64_t> checksums;
-    // Whether the first objects of the round (all of it, when it had fewer than two large objects
-    // to hash) were copied inside SubmitTransfer: same-host shared memory or the own segment, no
+    // Whether the round's first object (its first two, when it had two or more large objects to
+    // hash) was copied inside SubmitTransfer: same-host shared memory or the own segment, no
     // byte to TCP or RDMA meanwhile (a TCP transfer of another thread of the engine also says
     // false).
     bool synchronous = false;

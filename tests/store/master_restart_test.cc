@@ -128,8 +128,9 @@ TEST_F(MasterRestartTest, ObjectsSurviveAKillNineAndRestartOfALoneMaster) {
   EXPECT_EQ(*got, ValueFor("after-restart", 1 << 20));
 }
 
-// A batch of large values (8 MiB or more of them) records their checksums at PutEnd (they are
-// hashed while written, docs/store.md "Put"): the PutEnd waits until the stores have them, so a
+// A batch of large values (8 MiB or more of them) over shared memory records their checksums at
+// PutEnd (they are hashed while written, docs/store.md "Put"; the client's first batch is hashed
+// before PutStart and shows it the path): the PutEnd waits until the stores have them, so a
 // kill -9 right after the batches return loses none, replaced ones included, and each is read
 // back byte-exact.
 TEST_F(MasterRestartTest, LargeValuesHashedWhileWrittenSurviveAKillNine) {
